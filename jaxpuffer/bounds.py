@@ -1,0 +1,116 @@
+"""Closed-form calibrations of the Gaussian-priors paper (Laplace noise N ~ L(b), MATH.md §5).
+
+Each function returns the sufficient noise scale b per pair (or per user), vectorized over any
+batch shape; ``eps`` and ``delta`` may be arrays that broadcast with it. These are *sufficient*
+conditions; :func:`jaxpuffer.calibrate` takes the maximum over pairs and priors.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validate
+from .pairs import PairSet, _users, presence_totals
+from .priors import Gaussian
+from .tau import METHODS as TAU_METHODS
+from .tau import tau_star_unchecked
+
+
+def _gaussian_pairs(pairs, caller: str) -> PairSet:
+    if not isinstance(pairs, PairSet):
+        raise ValueError(f"pairs must be a PairSet; got {type(pairs).__name__}")
+    if not isinstance(pairs.first, Gaussian):
+        raise ValueError(f"pairs must hold Gaussian priors for {caller}; got {type(pairs.first).__name__}")
+    return pairs
+
+
+def _eps_delta_tau(eps, delta, tau):
+    _validate.choice("tau", tau, TAU_METHODS)
+    return _validate.epsilon(eps), tau_star_unchecked(_validate.delta(delta), tau)
+
+
+def theorem1_scale(delta_mu, delta_sigma, eps, tau_value):
+    """b = (|Δμ| + |Δσ| τ*) / ε, the maximand of (5) for one pair (no validation)."""
+    return (jnp.abs(delta_mu) + jnp.abs(delta_sigma) * tau_value) / eps
+
+
+def theorem1(pairs: PairSet, eps, delta, *, tau: str = "exact") -> jax.Array:
+    """Theorem 1, eq. (5): b ≥ (1/ε) ( |μ_i − μ_j| + |σ_i − σ_j| τ*(δ) ) for each Gaussian pair.
+
+    Args:
+      pairs: a :class:`PairSet` of :class:`Gaussian` priors.
+      eps: ε > 0; delta: δ ∈ (0, 1) (scalars or arrays broadcasting with the batch).
+      tau: how τ*(δ) is computed: ``"exact"`` (20), ``"lambert"`` (23), ``"lambert_implicit"`` (22).
+
+    Returns:
+      The sufficient Laplace scale b for each pair, shape ``pairs.batch_shape``.
+    """
+    pairs = _gaussian_pairs(pairs, "theorem1")
+    eps, tau_value = _eps_delta_tau(eps, delta, tau)
+    return theorem1_scale(pairs.first.mean - pairs.second.mean, pairs.first.std - pairs.second.std, eps, tau_value)
+
+
+def remark1(pairs: PairSet, eps, *, rtol: float = 1e-12) -> jax.Array:
+    """Remark 1, eq. (6): for translation priors (σ_i = σ_j), b ≥ |μ_i − μ_j| / ε gives δ = 0.
+
+    Raises ``ValueError`` if some pair's standard deviations differ by more than ``rtol``
+    (relative), i.e. the priors are not translations of each other.
+    """
+    pairs = _gaussian_pairs(pairs, "remark1")
+    eps = _validate.epsilon(eps)
+    s1, s2 = pairs.first.std, pairs.second.std
+    if _validate.is_concrete(s1) and _validate.is_concrete(s2):
+        gap = np.abs(np.asarray(s1) - np.asarray(s2))
+        if np.any(gap > rtol * np.maximum(np.asarray(s1), np.asarray(s2))):
+            raise ValueError(
+                "pairs must be translations of each other (equal std) for remark1; "
+                f"largest std difference {gap.max():.3g}; use theorem1"
+            )
+    return jnp.abs(pairs.first.mean - pairs.second.mean) / eps
+
+
+def presence_delta_sigma(stds, others_var, total_var):
+    """Δσ_k = √V − √(V − σ_k²) of (9), in the cancellation-free form σ_k² / (√V + √(V − σ_k²))."""
+    denom = jnp.sqrt(total_var) + jnp.sqrt(others_var)
+    return jnp.where(denom > 0, stds**2 / jnp.where(denom > 0, denom, 1.0), 0.0)
+
+
+def corollary1_presence(user_means, user_stds, eps, delta, *, tau: str = "exact") -> jax.Array:
+    """Corollary 1(a), eq. (9): sum query X = Σ_k Z_k, pairs 𝕊_⊥ (user k present vs absent):
+
+        b_k = (1/ε) ( |μ_k| + Δσ_k τ*(δ) ),  Δσ_k = √(Σ_{k'≠k} σ_k'² + σ_k²) − √(Σ_{k'≠k} σ_k'²).
+
+    O(K) time and memory from the total variance. Returns b_k per user (the calibrated scale is
+    the max over k).
+    """
+    means, stds = _users(user_means, user_stds)
+    eps, tau_value = _eps_delta_tau(eps, delta, tau)
+    _, total_var, others_var = presence_totals(means, stds)
+    return theorem1_scale(means, presence_delta_sigma(stds, others_var, total_var), eps, tau_value)
+
+
+def corollary1_value(a, a_prime, eps) -> jax.Array:
+    """Corollary 1(b), eq. (10): pairs 𝕊_a (user reports a vs a'): b ≥ |a − a'| / ε, δ = 0."""
+    a = _validate.float_array("a", a)
+    a_prime = _validate.float_array("a_prime", a_prime)
+    return jnp.abs(a - a_prime) / _validate.epsilon(eps)
+
+
+def identical_users(mean, std, K, eps, delta, *, tau: str = "exact") -> jax.Array:
+    """Eq. (11), K independent identical users N(μ, σ²), presence pairs:
+
+        b = (1/ε) ( |μ| + (√K − √(K−1)) σ τ*(δ) ),
+
+    with √K − √(K−1) = 1/(√K + √(K−1)) evaluated without cancellation. As K → ∞, b → |μ|/ε.
+    ``mean``, ``std``, ``K`` (≥ 1), ``eps``, ``delta`` broadcast together (Figure 2 sweeps K and σ).
+    """
+    mean = _validate.float_array("mean", mean)
+    std = _validate.float_array("std", std)
+    _validate.nonnegative("std", std)
+    K = _validate.float_array("K", K)
+    _validate._check("K", K, lambda k: (k >= 1) & (k == np.floor(k)), "an integer >= 1")
+    eps, tau_value = _eps_delta_tau(eps, delta, tau)
+    gap = 1.0 / (jnp.sqrt(K) + jnp.sqrt(K - 1.0))
+    return theorem1_scale(mean, gap * std, eps, tau_value)
