@@ -1,0 +1,14 @@
+import pathlib
+
+import jaxpuffer  # noqa: F401  (enables float64 before any test builds arrays)
+import pytest
+
+SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+
+
+@pytest.fixture(scope="session")
+def datasets_dir():
+    path = SHARED / "datasets"
+    if not path.is_dir():
+        pytest.fail(f"the shared datasets folder {path} is missing (it sits beside the checkout)")
+    return path

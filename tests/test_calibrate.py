@@ -1,0 +1,100 @@
+"""calibrate(): Theorem 1 level, safe side, binding pair, batching, jit behaviour, bad input."""
+import jax
+import numpy as np
+import pytest
+import scipy.stats
+
+import jaxpuffer as jp
+from jaxpuffer import calibration
+
+
+def test_theorem_level_scale_binding_and_certificate():
+    pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 2.0], 1.0), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 1.0]))
+    result = jp.calibrate(pairs, 1.0, 0.05)
+    ref = [(1 + scipy.stats.norm.isf(0.025)), 2 * scipy.stats.norm.isf(0.025), 2.0]
+    np.testing.assert_allclose(result.per_pair, ref, rtol=1e-14)
+    assert result.binding == (1,)
+    assert float(result.scale) == pytest.approx(max(ref), rel=1e-14)
+    assert float(result.scale) >= max(ref)  # rounded to the safe side
+    assert float(result.delta_achieved) <= 0.05
+    assert float(result.delta_achieved) == pytest.approx(0.05, rel=1e-10)
+    assert result.converged and result.level == "theorem" and result.noise == "laplace"
+    assert float(result.variance) == pytest.approx(2 * float(result.scale) ** 2)
+
+
+def test_adversary_axis_is_maximised_over():
+    # 4 adversaries × 3 pairs; the binding index is a 2-D index
+    rng = np.random.default_rng(3)
+    pairs = jp.PairSet(jp.Gaussian(rng.normal(size=(4, 3)), rng.uniform(0, 2, (4, 3))), jp.Gaussian(0.0, 1.0))
+    result = jp.calibrate(pairs, 0.5, 1e-3)
+    assert result.per_pair.shape == (4, 3) and len(result.binding) == 2
+    assert float(result.per_pair[result.binding]) == float(np.max(result.per_pair))
+
+
+def test_one_batched_call_over_1e6_pairs_equals_loop_on_a_sample():
+    rng = np.random.default_rng(4)
+    n = 1_000_000
+    mi, si, mj, sj = rng.normal(0, 2, n), rng.uniform(0, 3, n), rng.normal(0, 2, n), rng.uniform(0, 3, n)
+    pairs = jp.PairSet(jp.Gaussian(mi, si), jp.Gaussian(mj, sj))
+    batched = np.asarray(jp.calibrate(pairs, 1.0, 1e-6).per_pair)
+    tau = scipy.stats.norm.isf(0.5e-6)
+    for k in rng.choice(n, 200, replace=False):
+        assert batched[k] == pytest.approx(abs(mi[k] - mj[k]) + abs(si[k] - sj[k]) * tau, rel=1e-13)
+
+
+def test_second_call_with_new_values_does_not_recompile():
+    rng = np.random.default_rng(5)
+
+    def make():
+        return jp.PairSet(jp.Gaussian(rng.normal(size=1000), rng.uniform(size=1000)), jp.Gaussian(rng.normal(size=1000), 1.0))
+
+    jp.calibrate(make(), 1.0, 0.01)
+    size = calibration._theorem_level._cache_size()
+    jp.calibrate(make(), 2.0, 0.2)
+    assert calibration._theorem_level._cache_size() == size
+
+
+def test_differentiable_in_parameters():
+    def scale(mu, sigma, eps, delta):
+        pairs = jp.PairSet(jp.Gaussian(mu, sigma), jp.Gaussian(0.0, 2.0))
+        return jp.calibrate(pairs, eps, delta).scale
+
+    g_mu, g_sigma, g_eps, g_delta = jax.grad(scale, argnums=(0, 1, 2, 3))(1.0, 0.5, 2.0, 0.1)
+    tau = scipy.stats.norm.isf(0.05)
+    assert float(g_mu) == pytest.approx(0.5, rel=1e-12)
+    assert float(g_sigma) == pytest.approx(-tau / 2, rel=1e-12)
+    assert float(g_eps) == pytest.approx(-(1 + 1.5 * tau) / 4, rel=1e-12)
+    # d/dδ of 1.5 τ*(δ)/2 with dτ/dδ = −1/(2φ(τ))
+    assert float(g_delta) == pytest.approx(0.75 * -1 / (2 * scipy.stats.norm.pdf(tau)), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "kwargs,name",
+    [
+        (dict(eps=0.0), "eps"), (dict(eps=-2.0), "eps"), (dict(eps=float("nan")), "eps"),
+        (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"), (dict(delta=-0.5), "delta"),
+        (dict(level="magic"), "level"), (dict(noise="cauchy"), "noise"), (dict(tau="x"), "tau"),
+        (dict(eps=[1.0, 2.0]), "scalars"),
+    ],
+)
+def test_bad_input_raises(kwargs, name):
+    pairs = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 2.0))
+    args = dict(eps=1.0, delta=0.1) | kwargs
+    with pytest.raises(ValueError, match=name):
+        jp.calibrate(pairs, args.pop("eps"), args.pop("delta"), **args)
+
+
+def test_release_shapes_and_distribution():
+    key = jax.random.PRNGKey(0)
+    y = jp.privatize(key, np.zeros(200_000), 2.0)
+    assert y.shape == (200_000,) and y.dtype == np.float64
+    # Laplace(b=2): mean |N| = b; Kolmogorov–Smirnov against scipy's Laplace
+    assert scipy.stats.kstest(np.asarray(y), scipy.stats.laplace(scale=2.0).cdf).pvalue > 1e-3
+    g = jp.privatize(key, np.ones((3, 4)), np.array([1.0, 2.0, 3.0, 0.0]), noise="gaussian")
+    assert g.shape == (3, 4)
+    np.testing.assert_array_equal(g[:, 3], 1.0)  # zero scale: no noise
+    assert jax.jit(lambda k: jp.privatize(k, 1.0, 1.0))(key).shape == ()
+    with pytest.raises(ValueError, match="scale"):
+        jp.privatize(key, 1.0, -1.0)
+    with pytest.raises(ValueError, match="noise"):
+        jp.privatize(key, 1.0, 1.0, noise="uniform")
