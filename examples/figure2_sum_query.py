@@ -1,0 +1,40 @@
+"""Figure 2 of the Gaussian-priors paper: eq. (11) for K identical users.
+
+Sum query over K independent users N(μ, σ²), pairs "a user present vs absent". The sufficient
+Laplace scale b = (|μ| + (√K − √(K−1)) σ τ*(δ))/ε for (ε, δ) = (1, 0.3), μ = 1, σ² = 1..25,
+K = 1..1000; b → |μ|/ε = 1 as K grows.
+"""
+import numpy as np
+
+import jaxpuffer as jp
+from _common import parser, pyplot, save
+
+EPS, DELTA, MU = 1.0, 0.3, 1.0
+K = np.arange(1, 1001)
+VARIANCES = np.arange(1, 26)
+
+
+def main():
+    args = parser(__doc__).parse_args()
+    b = np.asarray(jp.bounds.identical_users(MU, np.sqrt(VARIANCES)[:, None], K[None, :], EPS, DELTA))
+    shown_k = [1, 2, 5, 10, 100, 1000]
+    print(f"eq. (11), (ε, δ) = ({EPS}, {DELTA}), μ = {MU}; b for σ² (rows) and K (columns)")
+    print("σ² \\ K " + "".join(f"{k:>10d}" for k in shown_k))
+    for v, row in zip(VARIANCES, b):
+        print(f"{v:7d} " + "".join(f"{row[k - 1]:10.4f}" for k in shown_k))
+    print(f"limit |μ|/ε = {MU / EPS}")
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    colors = plt.cm.viridis(np.linspace(0, 1, len(VARIANCES)))
+    for v, row, c in zip(VARIANCES, b, colors):
+        ax.plot(K, row, color=c, lw=1.2, label=f"σ²={v}" if v in (1, 5, 10, 15, 20, 25) else None)
+    ax.axhline(MU / EPS, color="k", ls="--", lw=1, label="|μ|/ε")
+    ax.set(xscale="log", xlabel="number of users K", ylabel="Laplace scale b",
+           title=f"Eq. (11): ({EPS:g}, {DELTA:g})-pufferfish, μ = {MU:g}, σ² = 1..25")
+    ax.legend(fontsize=8)
+    save(fig, args.out, "figure2_sum_query.png")
+
+
+if __name__ == "__main__":
+    main()
