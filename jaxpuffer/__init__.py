@@ -9,7 +9,7 @@ from .priors import Gaussian  # noqa: E402
 from .pairs import PairSet, all_pairs, all_pairs_index, concatenate, sum_query_presence, sum_query_value  # noqa: E402
 from .tau import tau_star  # noqa: E402
 from . import bounds  # noqa: E402
-from .losses import delta_theorem  # noqa: E402
+from .losses import delta_coupling, delta_exact, delta_indicator, delta_theorem  # noqa: E402
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
 
@@ -17,6 +17,9 @@ __all__ = [
     "Calibration",
     "bounds",
     "calibrate",
+    "delta_coupling",
+    "delta_exact",
+    "delta_indicator",
     "delta_theorem",
     "privatize",
     "Gaussian",

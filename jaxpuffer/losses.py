@@ -1,21 +1,341 @@
-"""Privacy loss δ(b) at a given noise scale, one function per level of the ladder (MATH.md §6).
+"""Privacy loss δ(b) at a given noise scale, one function per level of the ladder (MATH.md §6–7).
 
-Every function returns, per pair, the δ that its level certifies at scale b: the smallest δ such
-that the release is (ε, δ)-pufferfish private *according to that level's bound*, maximised over
-both orders of a symmetric pair. Levels, loosest last:
+Every function returns, per pair, the δ that its level certifies at noise scale b (Laplace b or
+Gaussian std θ), maximised over both orders when the pair set is symmetric. Levels, tightest first:
 
-  L3 ``delta_theorem``  Theorem 1's Gaussian-tail certificate, 2 Q((εb − |Δμ|)/|Δσ|).
+  L0 ``delta_exact``      the hockey-stick divergence ∫ [p_i − e^ε p_j]_+ dy of the noisy release.
+  L1 ``delta_coupling``   the Monge-coupling bound (35): E[(1 − e^{ε − |W|/b})_+], W = x − T(x).
+  L2 ``delta_indicator``  the indicator bound (18): P(|W| > εb).
+  L3 ``delta_theorem``    Theorem 1's Gaussian-tail certificate, 2 Q((εb − |Δμ|)/|Δσ|).
+
+Under the Monge map T(x) = μ_j + (σ_j/σ_i)(x − μ_i), W = x − T(x) ~ N(Δμ, Δσ²) with
+Δμ = μ_i − μ_j, Δσ = σ_i − σ_j; |W| has the same law for both orders, so L1–L3 are symmetric.
+
+How L0 is evaluated (Laplace noise). Write r(y) = log p_i(y) − log p_j(y) − ε; then
+δ = Σ over the intervals where r > 0 of [P_i − e^ε P_j](interval), with the closed-form CDF of
+Gaussian ⊛ Laplace (:mod:`jaxpuffer.noise`). The crossings are located on a grid adapted to both
+priors (points μ_k + σ_k·t for t up to ±13, and μ_k + b·t for t up to ±46, beyond which both
+densities are exact exponentials with the same rate, so r is constant to ~1e-20), then refined:
+  * each sign change of r on the grid (up to ``_ROOTS`` of them) by a bracketed root solve;
+  * each discrete local maximum of r below 0 (up to ``_PEAKS``) by a golden-section search for an
+    excursion above 0 between grid points, whose two crossings are then solved for.
+Further sign changes, if any, are counted with the whole P_i mass of their cell (an upper bound,
+so δ never comes out too small). Each interval mass is taken from the CDF or the survival
+function, whichever side avoids cancellation. The crossings are computed under
+``stop_gradient``: the integrand vanishes there, so by the envelope theorem the derivative of δ
+with respect to b, ε and the prior parameters is exact without differentiating the search.
+
+Gaussian noise (MATH.md §7): Y | s ~ N(μ, σ² + θ²), and the set {g_i > e^ε g_j} is where a
+quadratic is positive, so δ is a closed-form sum of Φ-differences.
 """
 
 from __future__ import annotations
 
+import math
+from functools import partial
+
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import ndtr
+from jax.scipy.special import log_ndtr, ndtr, ndtri
 
 from . import _validate
 from .bounds import _gaussian_pairs
+from .noise import gauss_laplace, gauss_laplace_log_pdf, log_mills, normal_mass
 from .pairs import PairSet
+
+NOISES = ("laplace", "gaussian")
+COUPLING_METHODS = ("closed", "quadrature", "monte_carlo")
+
+_CORE = jnp.array([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 13.0])
+_CORE = jnp.concatenate([-_CORE[:0:-1], _CORE])  # σ-scaled offsets, 25 points
+_TAIL = jnp.array([0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 17.0, 23.0, 30.0, 38.0, 46.0])
+_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])  # b-scaled offsets, 24 points
+_ROOTS = 4  # sign changes refined per order
+_PEAKS = 2  # hidden excursions searched per order
+_ROOT_STEPS = 48
+_GOLDEN_STEPS = 40
+_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
+
+
+# ----------------------------------------------------------------------------- Gaussian noise
+
+
+def gaussian_hockey_stick(d_mu, s1, s2, eps):
+    """∫ [N(y; Δμ, s1²) − e^ε N(y; 0, s2²)]_+ dy in closed form (s1, s2 > 0), MATH.md §7.
+
+    log g1 − log g2 − ε = A y² + B y + C with A = (s1² − s2²)/(2 s1² s2²), B = Δμ/s1²,
+    C = −Δμ²/(2 s1²) + log(s2/s1) − ε; the positive set is a half-line (A = 0), the outside of the
+    roots (A > 0) or the inside (A < 0). With s1 = s2 = s this is the analytic Gaussian mechanism
+    Φ(Δ/2s − εs/Δ) − e^ε Φ(−Δ/2s − εs/Δ) (Balle & Wang 2018).
+    """
+    a = (s1 - s2) * (s1 + s2) / (2.0 * s1**2 * s2**2)
+    b = d_mu / s1**2
+    c = -(d_mu**2) / (2.0 * s1**2) + jnp.log(s2 / s1) - eps
+    disc = b**2 - 4.0 * a * c
+    has_roots = disc > 0
+    sq = jnp.sqrt(jnp.where(has_roots, disc, 0.0))
+    q = -0.5 * (b + jnp.where(b >= 0, sq, -sq))
+    q = jnp.where(q == 0, 1e-300, q)
+    linear = a == 0
+    a_safe = jnp.where(linear, 1.0, a)
+    r1, r2 = q / a_safe, c / q
+    lo, hi = jnp.minimum(r1, r2), jnp.maximum(r1, r2)
+    # A == 0: half-line y > −C/B (B > 0) or y < −C/B (B < 0); B == 0: empty.
+    b_safe = jnp.where(b == 0, 1.0, b)
+    cut = -c / b_safe
+
+    def mass(lo_, hi_):  # [P1 − e^ε P2](lo_, hi_)
+        return normal_mass((lo_ - d_mu) / s1, (hi_ - d_mu) / s1) - jnp.exp(eps) * normal_mass(lo_ / s2, hi_ / s2)
+
+    inf = jnp.inf
+    half_line = jnp.where(b > 0, mass(cut, inf), jnp.where(b < 0, mass(-inf, cut), 0.0))
+    outside = mass(-inf, lo) + mass(hi, inf)
+    inside = mass(lo, hi)
+    quad = jnp.where(a > 0, jnp.where(has_roots, outside, 0.0), jnp.where(has_roots, inside, 0.0))
+    return jnp.maximum(jnp.where(linear, half_line, quad), 0.0)
+
+
+def _prior_hockey_stick(d_mu, s1, s2, eps):
+    """δ at zero noise: the hockey-stick between the priors themselves (point masses included)."""
+    both = (s1 > 0) & (s2 > 0)
+    smooth = gaussian_hockey_stick(d_mu, jnp.where(both, s1, 1.0), jnp.where(both, s2, 1.0), eps)
+    atoms = jnp.where((s1 == 0) & (s2 == 0) & (d_mu == 0), 0.0, 1.0)
+    return jnp.where(both, smooth, atoms)
+
+
+def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
+    v1, v2 = jnp.sqrt(s1**2 + theta**2), jnp.sqrt(s2**2 + theta**2)
+    ok = theta > 0
+    noisy = gaussian_hockey_stick(d_mu, jnp.where(ok, v1, 1.0), jnp.where(ok, v2, 1.0), eps)
+    return jnp.where(ok, noisy, _prior_hockey_stick(d_mu, s1, s2, eps))
+
+
+# ----------------------------------------------------------------------------- Laplace noise
+
+
+def _bisect_root(fun, a, c, fa):
+    """Root of fun in [a, c] where fun(a) and fun(c) differ in sign (fa = fun(a)); Illinois steps."""
+    fc = fun(c)
+
+    def step(_, state):
+        a, c, fa, fc, side = state
+        denom = fc - fa
+        x = jnp.where(denom != 0, c - fc * (c - a) / jnp.where(denom != 0, denom, 1.0), 0.5 * (a + c))
+        x = jnp.where((x > jnp.minimum(a, c)) & (x < jnp.maximum(a, c)), x, 0.5 * (a + c))
+        fx = fun(x)
+        same = jnp.sign(fx) == jnp.sign(fc)
+        # replace the end with the same sign; Illinois: halve the kept end's value if it repeats
+        a2, fa2 = jnp.where(same, a, c), jnp.where(same, jnp.where(side == 1, 0.5 * fa, fa), fc)
+        side2 = jnp.where(same, 1, -1)
+        return a2, x, fa2, fx, side2
+
+    a, c, fa, fc, _ = jax.lax.fori_loop(0, _ROOT_STEPS, step, (a, c, fa, fc, 0))
+    return 0.5 * (a + c)
+
+
+def _golden_max(fun, a, c):
+    """Location and value of the maximum of a unimodal fun on [a, c] (golden-section search)."""
+
+    def step(_, state):
+        a, c = state
+        x1 = c - _INV_PHI * (c - a)
+        x2 = a + _INV_PHI * (c - a)
+        left = fun(x1) >= fun(x2)
+        return jnp.where(left, a, x1), jnp.where(left, x2, c)
+
+    a, c = jax.lax.fori_loop(0, _GOLDEN_STEPS, step, (a, c))
+    x = 0.5 * (a + c)
+    return x, fun(x)
+
+
+def _prior_mass(F_a, S_a, F_c, S_c, a, c, mu):
+    """P(a < Y ≤ c) from the CDF left of the median μ, the survival function right of it."""
+    return jnp.where(c <= mu, F_c - F_a, jnp.where(a >= mu, S_a - S_c, 1.0 - F_a - S_c))
+
+
+def _crossings(y, r, rfun):
+    """Intervals (as cell-local segments) where r > 0, for one order.
+
+    Returns (seg_a, seg_c, seg_ok, spill): segment end points found by refinement with a flag each,
+    and a per-cell mask of unrefined sign changes whose full cell is added conservatively.
+    """
+    pos = r > 0
+    change = pos[:-1] != pos[1:]
+    n_cells = y.shape[0] - 1
+    idx = jnp.nonzero(change, size=_ROOTS, fill_value=0)[0]
+    valid = jnp.arange(_ROOTS) < jnp.sum(change)
+    a, c = y[idx], y[idx + 1]
+    roots = jax.vmap(_bisect_root, in_axes=(None, 0, 0, 0))(rfun, a, c, r[idx])
+    left_pos = pos[idx]
+    root_a = jnp.where(left_pos, a, roots)
+    root_c = jnp.where(left_pos, roots, c)
+    spill = change & ~jnp.isin(jnp.arange(n_cells), jnp.where(valid, idx, -1))
+
+    # hidden excursions: discrete local maxima with r ≤ 0, highest first
+    interior = (r[1:-1] > r[:-2]) & (r[1:-1] >= r[2:]) & (r[1:-1] <= 0)
+    score = jnp.where(interior, r[1:-1], -jnp.inf)
+    top_val, top = jax.lax.top_k(score, _PEAKS)
+    k = top + 1
+    peak_at, peak = jax.vmap(_golden_max, in_axes=(None, 0, 0))(rfun, y[k - 1], y[k + 1])
+    hidden = jnp.isfinite(top_val) & (peak > 0)
+    left = jax.vmap(_bisect_root, in_axes=(None, 0, 0, 0))(rfun, y[k - 1], peak_at, r[k - 1])
+    right = jax.vmap(_bisect_root, in_axes=(None, 0, 0, 0))(rfun, peak_at, y[k + 1], peak)
+    seg_a = jnp.concatenate([root_a, left])
+    seg_c = jnp.concatenate([root_c, right])
+    seg_ok = jnp.concatenate([valid, hidden])
+    return seg_a, seg_c, seg_ok, spill
+
+
+def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
+    """(δ for order 1→2, δ for order 2→1, number of unrefined sign changes) for one Gaussian pair."""
+    y = jnp.sort(jnp.concatenate([m1 + s1 * _CORE, m2 + s2 * _CORE, m1 + b * _TAIL, m2 + b * _TAIL]))
+    ys = jax.lax.stop_gradient(y)
+
+    m1_, s1_, m2_, s2_, b_ = (jax.lax.stop_gradient(t) for t in (m1, s1, m2, s2, b))
+
+    def lr(x):  # log p_1 − log p_2, searched without gradients (envelope theorem)
+        return gauss_laplace_log_pdf(x - m1_, s1_, b_) - gauss_laplace_log_pdf(x - m2_, s2_, b_)
+
+    eps_s = jax.lax.stop_gradient(eps)
+    base = lr(ys)
+    out, spilled = [], 0
+    e_eps = jnp.exp(eps)
+    for sign, (mu_i, s_i, mu_j, s_j) in ((1.0, (m1, s1, m2, s2)), (-1.0, (m2, s2, m1, s1))):
+        rfun = lambda x, sign=sign: sign * lr(x) - eps_s  # noqa: E731
+        seg_a, seg_c, seg_ok, spill = _crossings(ys, sign * base - eps_s, rfun)
+        seg_a, seg_c = jax.lax.stop_gradient(seg_a), jax.lax.stop_gradient(seg_c)
+        pos = (sign * base - eps_s) > 0
+        full = pos[:-1] & pos[1:]
+        # every end point that can bound a segment: grid points, refined ends, ±∞ via tails
+        pts = jnp.concatenate([y, seg_a, seg_c])
+        _, F_i, S_i = gauss_laplace(pts - mu_i, s_i, b)
+        _, F_j, S_j = gauss_laplace(pts - mu_j, s_j, b)
+        n = y.shape[0]
+        ng = seg_a.shape[0]
+
+        def mass(F, S, mu, ia, ic, a, c):
+            return _prior_mass(F[ia], S[ia], F[ic], S[ic], a, c, mu)
+
+        cells_a, cells_c = jnp.arange(n - 1), jnp.arange(1, n)
+        cell_i = mass(F_i, S_i, mu_i, cells_a, cells_c, y[:-1], y[1:])
+        cell_j = mass(F_j, S_j, mu_j, cells_a, cells_c, y[:-1], y[1:])
+        seg_ia, seg_ic = n + jnp.arange(ng), n + ng + jnp.arange(ng)
+        seg_i = mass(F_i, S_i, mu_i, seg_ia, seg_ic, seg_a, seg_c)
+        seg_j = mass(F_j, S_j, mu_j, seg_ia, seg_ic, seg_a, seg_c)
+        total = (
+            jnp.sum(jnp.where(full, jnp.maximum(cell_i - e_eps * cell_j, 0.0), 0.0))
+            + jnp.sum(jnp.where(seg_ok, jnp.maximum(seg_i - e_eps * seg_j, 0.0), 0.0))
+            + jnp.sum(jnp.where(spill, cell_i, 0.0))
+            + jnp.where(pos[0], jnp.maximum(F_i[0] - e_eps * F_j[0], 0.0), 0.0)
+            + jnp.where(pos[-1], jnp.maximum(S_i[n - 1] - e_eps * S_j[n - 1], 0.0), 0.0)
+        )
+        out.append(jnp.minimum(total, 1.0))
+        spilled = spilled + jnp.sum(spill)
+    return out[0], out[1], spilled
+
+
+def _laplace_exact_one(d_mu, s1, s2, b, eps):
+    """Both orders' δ for Laplace noise, shifted so that the second prior sits at 0."""
+    ok = b > 0
+    b_safe = jnp.where(ok, b, 1.0)
+    d12, d21, _ = _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b_safe, eps)
+    zero = _prior_hockey_stick(d_mu, s1, s2, eps)
+    zero_rev = _prior_hockey_stick(-d_mu, s2, s1, eps)
+    return jnp.where(ok, d12, zero), jnp.where(ok, d21, zero_rev)
+
+
+def laplace_exact_diagnostics(d_mu, s1, s2, b, eps):
+    """Number of sign changes of r that were bounded rather than refined (0 in normal use)."""
+    return _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b, eps)[2]
+
+
+# ----------------------------------------------------------------------------- coupling levels
+
+
+def _coupling_laplace_closed(d_mu, d_sigma, b, eps):
+    """L1, (35) in closed form: Σ over the two tails of E[(1 − e^{ε − |W|/b}); ±W > εb].
+
+    Each tail is Φ(u) − e^{T(u, v)} = −Φ(u) expm1(M(u − v) − M(u)), u = (±Δμ − εb)/|Δσ|,
+    v = |Δσ|/b (MATH.md §6 with the exponentials folded into T, no overflow or cancellation).
+    """
+    s = jnp.abs(d_sigma)
+    has_s = s > 0
+    s_safe = jnp.where(has_s, s, 1.0)
+    v = s_safe / b
+
+    def tail(m):
+        u = (m - eps * b) / s_safe
+        return -jnp.exp(log_ndtr(u)) * jnp.expm1(log_mills(u - v) - log_mills(u))
+
+    smooth = tail(d_mu) + tail(-d_mu)
+    point = jnp.maximum(-jnp.expm1(eps - jnp.abs(d_mu) / b), 0.0)
+    return jnp.clip(jnp.where(has_s, smooth, point), 0.0, 1.0)
+
+
+_GL_NODES, _GL_WEIGHTS = (jnp.asarray(a) for a in __import__("numpy").polynomial.legendre.leggauss(96))
+
+
+def _quantile_quadrature(h, d_mu, s, lo, hi):
+    """∫ h(w) dN(w; Δμ, s²) over lo < w < hi by Gauss–Legendre in the quantile q = Φ((w − Δμ)/s)."""
+    q_lo, q_hi = ndtr((lo - d_mu) / s), ndtr((hi - d_mu) / s)
+    q = q_lo[..., None] + (q_hi - q_lo)[..., None] * 0.5 * (_GL_NODES + 1.0)
+    w = d_mu[..., None] + s[..., None] * ndtri(jnp.clip(q, 1e-300, 1.0 - 1e-16))
+    return 0.5 * (q_hi - q_lo) * jnp.sum(_GL_WEIGHTS * h(w), axis=-1)
+
+
+def _coupling_kernel(noise, b, eps):
+    """h(w): the hockey-stick of the noise against itself shifted by w (the per-point cost of (35))."""
+    if noise == "laplace":
+        return lambda w: jnp.maximum(-jnp.expm1(eps[..., None] - jnp.abs(w) / b[..., None]), 0.0)
+    return lambda w: _shift_agm(jnp.abs(w), b[..., None], eps[..., None])
+
+
+def _shift_agm(w, theta, eps):
+    """Analytic Gaussian mechanism δ for a shift w ≥ 0 and noise std θ (Balle & Wang 2018)."""
+    w_safe = jnp.where(w > 0, w, 1.0)
+    x = w_safe / (2 * theta)
+    y = eps * theta / w_safe
+    val = ndtr(x - y) - jnp.exp(eps + log_ndtr(-x - y))
+    return jnp.where(w > 0, jnp.maximum(val, 0.0), 0.0)
+
+
+def _coupling_quadrature(d_mu, d_sigma, b, eps, noise):
+    s = jnp.abs(d_sigma)
+    has_s = s > 0
+    s_safe = jnp.where(has_s, s, 1.0)
+    h = _coupling_kernel(noise, b, eps)
+    cut = eps * b if noise == "laplace" else jnp.zeros_like(b)
+    inf = jnp.full_like(b, jnp.inf)
+    smooth = _quantile_quadrature(h, d_mu, s_safe, cut, inf) + _quantile_quadrature(h, d_mu, s_safe, -inf, -cut)
+    point = h(d_mu[..., None])[..., 0]
+    return jnp.clip(jnp.where(has_s, smooth, point), 0.0, 1.0)
+
+
+def _coupling_monte_carlo(d_mu, d_sigma, b, eps, noise, key, num_samples, confidence):
+    """Sample W = Δμ + Δσ Z; mean of h(W) and an empirical-Bernstein upper bound (h ∈ [0, 1]).
+
+    Upper bound (Audibert, Munos & Szepesvári 2007): mean + √(2 V log(3/α)/n) + 3 log(3/α)/n,
+    holding with probability ≥ 1 − α, α = 1 − confidence.
+    """
+    z = jax.random.normal(key, (num_samples,) + d_mu.shape, dtype=jnp.float64)
+    w = d_mu + d_sigma * z
+    h = _coupling_kernel(noise, b, eps)
+    values = jnp.moveaxis(h(jnp.moveaxis(w, 0, -1)), -1, 0)
+    mean = jnp.mean(values, axis=0)
+    var = jnp.var(values, axis=0)
+    log_term = math.log(3.0 / (1.0 - confidence))
+    upper = mean + jnp.sqrt(2.0 * var * log_term / num_samples) + 3.0 * log_term / num_samples
+    return mean, jnp.minimum(upper, 1.0)
+
+
+def _indicator(d_mu, d_sigma, b, eps):
+    """L2, (18): P(|W| > εb) for W ~ N(Δμ, Δσ²)."""
+    s = jnp.abs(d_sigma)
+    has_s = s > 0
+    s_safe = jnp.where(has_s, s, 1.0)
+    c = eps * b
+    smooth = ndtr((d_mu - c) / s_safe) + ndtr((-c - d_mu) / s_safe)
+    return jnp.where(has_s, jnp.minimum(smooth, 1.0), jnp.where(jnp.abs(d_mu) > c, 1.0, 0.0))
 
 
 def theorem_delta(delta_mu, delta_sigma, scale, eps):
@@ -30,10 +350,119 @@ def theorem_delta(delta_mu, delta_sigma, scale, eps):
     return jnp.where(abs_sigma > 0, tail, jnp.where(slack >= 0, 0.0, 1.0))
 
 
-def delta_theorem(pairs: PairSet, scale, eps) -> jax.Array:
-    """Level L3 (Theorem 1, eq. (5) inverted): the δ certified at Laplace scale ``scale`` per pair."""
-    pairs = _gaussian_pairs(pairs, "delta_theorem")
+# ----------------------------------------------------------------------------- per-pair kernels
+
+
+def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric: bool):
+    """δ per pair at one level, as a function of arrays (Δμ = μ_i − μ_j, σ_i, σ_j, b, ε).
+
+    Used by the public functions here and by the calibration solvers; no validation.
+    """
+    if level == "exact":
+        if noise == "laplace":
+            d12, d21 = _flatten_vmap(_laplace_exact_one, d_mu, s1, s2, b, eps)
+        else:
+            d12 = _gaussian_exact_one(d_mu, s1, s2, b, eps)
+            d21 = _gaussian_exact_one(-d_mu, s2, s1, b, eps)
+        return jnp.maximum(d12, d21) if symmetric else d12
+    d_sigma = s1 - s2
+    if level == "coupling":
+        if noise == "laplace":
+            return _coupling_laplace_closed(d_mu, d_sigma, b, eps)
+        d_mu, d_sigma, b, eps = jnp.broadcast_arrays(d_mu, d_sigma, b, eps)
+        return _coupling_quadrature(d_mu, d_sigma, b, eps, noise)
+    if level == "indicator":
+        return _indicator(d_mu, d_sigma, b, eps)
+    return theorem_delta(d_mu, d_sigma, b, eps)
+
+
+def _flatten_vmap(fn, *arrays):
+    """Apply a scalar kernel (returning a tuple of scalars) to broadcast arrays of any shape."""
+    arrays = jnp.broadcast_arrays(*arrays)
+    shape = arrays[0].shape
+    out = jax.vmap(fn)(*(a.reshape(-1) for a in arrays))
+    return tuple(o.reshape(shape) for o in out)
+
+
+@partial(jax.jit, static_argnames=("level", "noise", "symmetric"))
+def _pair_delta_jit(d_mu, s1, s2, b, eps, level, noise, symmetric):
+    return pair_delta(level, noise, d_mu, s1, s2, b, eps, symmetric)
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _prepare(pairs, scale, eps, noise):
+    pairs = _gaussian_pairs(pairs, "the privacy-loss functions")
+    _validate.choice("noise", noise, NOISES)
     scale = _validate.float_array("scale", scale)
     _validate.nonnegative("scale", scale)
     eps = _validate.epsilon(eps)
-    return theorem_delta(pairs.first.mean - pairs.second.mean, pairs.first.std - pairs.second.std, scale, eps)
+    shape = _validate.broadcast_shapes(pairs=pairs.batch_shape, scale=scale.shape, eps=eps.shape)
+    d_mu = pairs.first.mean - pairs.second.mean
+    return pairs, [jnp.broadcast_to(a, shape) for a in (d_mu, pairs.first.std, pairs.second.std, scale, eps)]
+
+
+def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace") -> jax.Array:
+    """L0: the exact δ, ∫ [p_i − e^ε p_j]_+ dy, of Y = X + N at noise scale ``scale``.
+
+    Args:
+      pairs: Gaussian pairs (point masses allowed). Symmetric pairs report the max over orders.
+      scale: Laplace b, or the Gaussian noise std θ, ≥ 0 (0: the priors' own hockey-stick).
+      eps: ε > 0. ``scale`` and ``eps`` broadcast with ``pairs.batch_shape``.
+      noise: ``"laplace"`` (Gaussian ⊛ Laplace density and CDF, MATH.md §6) or ``"gaussian"``
+        (two-Gaussian closed form, MATH.md §7).
+    """
+    pairs, args = _prepare(pairs, scale, eps, noise)
+    return _pair_delta_jit(*args, level="exact", noise=noise, symmetric=pairs.symmetric)
+
+
+def delta_coupling(
+    pairs: PairSet,
+    scale,
+    eps,
+    *,
+    noise: str = "laplace",
+    method: str = "closed",
+    key=None,
+    num_samples: int = 100_000,
+    confidence: float = 0.999,
+):
+    """L1: the Monge-coupling bound (35), U1(b) = E[h(|W|)], W = x − T(x) ~ N(Δμ, Δσ²).
+
+    h(w) = (1 − e^{ε − w/b})_+ for Laplace noise; for Gaussian noise h(w) is the analytic Gaussian
+    mechanism's δ at shift w (the same coupling argument, Appendix E). Methods:
+
+    * ``"closed"`` — Laplace only, MATH.md §6's closed form;
+    * ``"quadrature"`` — 96-point Gauss–Legendre in the quantile of W on each side of the kink;
+    * ``"monte_carlo"`` — ``num_samples`` draws of W (``key`` required); returns
+      ``(estimate, upper)``, ``upper`` an empirical-Bernstein bound at ``confidence``.
+    """
+    _validate.choice("method", method, COUPLING_METHODS)
+    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps, noise)
+    _validate.positive("scale", b)
+    if method == "closed":
+        if noise != "laplace":
+            raise ValueError("method 'closed' is for Laplace noise; use method='quadrature' for Gaussian noise")
+        return _coupling_laplace_closed(d_mu, s1 - s2, b, eps)
+    if method == "quadrature":
+        return _coupling_quadrature(d_mu, s1 - s2, b, eps, noise)
+    if key is None:
+        raise ValueError("key is required for method='monte_carlo' (a jax.random key)")
+    if not isinstance(num_samples, int) or num_samples < 2:
+        raise ValueError(f"num_samples must be an integer >= 2; got {num_samples!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
+    return _coupling_monte_carlo(d_mu, s1 - s2, b, eps, noise, key, num_samples, confidence)
+
+
+def delta_indicator(pairs: PairSet, scale, eps) -> jax.Array:
+    """L2: the indicator bound (18), P(|W| > εb), W ~ N(Δμ, Δσ²) (Laplace noise)."""
+    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps, "laplace")
+    return _indicator(d_mu, s1 - s2, b, eps)
+
+
+def delta_theorem(pairs: PairSet, scale, eps) -> jax.Array:
+    """L3 (Theorem 1, eq. (5) inverted): the δ certified at Laplace scale ``scale`` per pair."""
+    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps, "laplace")
+    return theorem_delta(d_mu, s1 - s2, b, eps)
