@@ -1,46 +1,73 @@
 """Calibration: the smallest noise scale that meets (ε, δ) for every pair, and its certificate.
 
-``calibrate`` validates its inputs eagerly, computes the scale per pair at the requested level of
-the ladder (MATH.md §6), rounds it up to the safe side, takes the maximum over every pair and
-prior, and reports the δ that the level certifies at that scale.
+``calibrate`` validates its inputs eagerly, finds per pair the smallest scale b whose δ at the
+requested level of the ladder (MATH.md §6) is ≤ the target, takes the maximum over every pair and
+prior, and reports the exact δ at that scale.
+
+Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pairs:
+
+1. **No noise needed.** If δ(0) ≤ δ (the priors' own hockey-stick, or Δμ = Δσ = 0 for the
+   coupling levels) the answer is 0.
+2. **Bracket.** ``hi`` starts at a scale that is feasible in theory — Theorem 1's closed form for
+   Laplace noise (every level is ≤ L3), improved by b_pure of MATH.md §6 where it verifies — and
+   is *verified*; where it fails, or where no closed form exists (Gaussian noise), it doubles until
+   δ(hi) ≤ δ. ``lo = hi·2⁻⁴⁰`` is verified infeasible (else it is the answer).
+3. **Solve.** ``solver="optax"``: Newton steps on u = log b driving log δ(b) to log δ, passed
+   through an optax transform chain (a trust-region clip of 2 in log b) and kept inside the
+   bracket (bisection when a step leaves it); proposals alternate a hair above and below the
+   Newton root so both ends close in. ``solver="bisection"``: geometric bisection of the bracket
+   in ``lax`` loops. Every evaluation moves ``lo`` or ``hi``; both solvers stop when
+   hi/lo − 1 ≤ ``rtol`` and return ``hi``, whose δ was evaluated ≤ the target: the feasibility
+   guarantee holds by construction. ``converged`` says whether the bracket closed.
+4. **Derivatives** of the result with respect to ε, δ and the prior parameters are implicit:
+   db/dθ = −(∂δ/∂θ)/(∂δ/∂b) at the root (``jax.custom_jvp``), not through the loop.
 """
 
 from __future__ import annotations
 
+import math
+import sys
 from functools import partial
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from . import _validate
 from .bounds import _gaussian_pairs, theorem1_scale
-from .losses import theorem_delta
+from .losses import _prior_hockey_stick, pair_delta, theorem_delta
 from .pairs import PairSet
 from .tau import METHODS as TAU_METHODS
 from .tau import tau_star_unchecked
 
-LEVELS = ("theorem",)
-NOISES = ("laplace",)
+LEVELS = ("theorem", "indicator", "coupling", "exact")
+NOISES = ("laplace", "gaussian")
+SOLVERS = ("optax", "bisection")
+GAUSSIAN_NOISE_LEVELS = ("coupling", "exact")
 
 # Closed-form scales are rounded up by a few ulps so that floating-point rounding in the formula
 # never lands on the unsafe side of the condition it certifies.
 _ROUND_UP = 1.0 + 2.0**-49
+_FLOOR = 2.0**-40  # lo = hi·_FLOOR
+_MAX_DOUBLINGS = 80
 
 
 class Calibration(NamedTuple):
     """The result of :func:`calibrate`.
 
     Attributes:
-      scale: the noise scale to use: Laplace b (or Gaussian std θ), the max over pairs and priors.
-      per_pair: the smallest scale for each pair, shape ``pairs.batch_shape``.
+      scale: the noise scale to use: Laplace b or Gaussian std θ, the max over pairs and priors.
+      per_pair: the smallest feasible scale for each pair, shape ``pairs.batch_shape``.
       binding: index (tuple) into ``per_pair`` of the pair that sets ``scale``.
-      delta_achieved: the δ that ``level`` certifies at ``scale`` (max over pairs and orders).
-      level, noise: how the scale was obtained.
+      delta_achieved: the exact δ (L0) at ``scale``, max over pairs and orders (None when
+        calibrate runs under a JAX transformation such as ``grad``).
+      level, noise, solver: how the scale was obtained.
       eps, delta: the target.
-      converged: whether every per-pair search met its tolerance (closed forms: True).
-      iterations: solver iterations used (closed forms: 0).
+      converged: whether every per-pair search closed its bracket to ``rtol`` (closed forms: True;
+        None under a JAX transformation).
+      iterations: the most solver iterations any pair used (closed forms: 0; None likewise).
     """
 
     scale: Any
@@ -53,6 +80,7 @@ class Calibration(NamedTuple):
     delta: Any
     converged: bool
     iterations: int
+    solver: str = "closed form"
 
     @property
     def variance(self):
@@ -60,14 +88,221 @@ class Calibration(NamedTuple):
         return 2.0 * self.scale**2 if self.noise == "laplace" else self.scale**2
 
 
+class _Config(NamedTuple):
+    level: str
+    noise: str
+    symmetric: bool
+    solver: str
+    rtol: float
+    max_iter: int
+
+
+# ----------------------------------------------------------------------------- per-pair search
+
+
+def _delta(cfg: _Config, b, d_mu, s1, s2, eps):
+    return pair_delta(cfg.level, cfg.noise, d_mu, s1, s2, b, eps, cfg.symmetric)
+
+
+def _delta_at_zero(cfg: _Config, d_mu, s1, s2, eps):
+    if cfg.level == "exact":
+        fwd = _prior_hockey_stick(d_mu, s1, s2, eps)
+        return jnp.maximum(fwd, _prior_hockey_stick(-d_mu, s2, s1, eps)) if cfg.symmetric else fwd
+    return jnp.where((d_mu == 0) & (s1 == s2), 0.0, 1.0)
+
+
+def _initial_hi(cfg: _Config, d_mu, s1, s2, eps, target):
+    """A scale expected to be feasible: Theorem 1 (Laplace), b_pure where smaller (exact level)."""
+    tau = tau_star_unchecked(target, "exact")
+    hi = theorem1_scale(d_mu, s1 - s2, eps, tau)
+    if cfg.noise == "laplace" and cfg.level == "exact":
+        b_pure = (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs(s1**2 - s2**2))) / (2.0 * eps)
+        pure_ok = _delta(cfg, jnp.maximum(b_pure, 1e-300), d_mu, s1, s2, eps) <= target
+        hi = jnp.where(pure_ok & (b_pure < hi), b_pure, hi)
+    return jnp.maximum(hi * _ROUND_UP, 1e-300)
+
+
+def _search(cfg: _Config, d_mu, s1, s2, eps, target):
+    """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs."""
+    f = partial(_delta, cfg)
+    zero_ok = _delta_at_zero(cfg, d_mu, s1, s2, eps) <= target
+
+    # bracket: hi feasible (doubling until verified), lo = hi·2⁻⁴⁰ infeasible or the answer
+    hi = _initial_hi(cfg, d_mu, s1, s2, eps, target)
+
+    def grow(state):
+        hi, ok, k = state
+        hi = jnp.where(ok, hi, 2.0 * hi)
+        return hi, f(hi, d_mu, s1, s2, eps) <= target, k + 1
+
+    hi, hi_ok, _ = jax.lax.while_loop(
+        lambda s: (~jnp.all(s[1] | zero_ok)) & (s[2] < _MAX_DOUBLINGS),
+        grow,
+        (hi, f(hi, d_mu, s1, s2, eps) <= target, 0),
+    )
+    lo = hi * _FLOOR
+    lo_feasible = f(lo, d_mu, s1, s2, eps) <= target
+    settled = zero_ok | lo_feasible | ~hi_ok
+    log_lo, log_hi = jnp.log(lo), jnp.log(hi)
+    log_tol = math.log1p(cfg.rtol)
+
+    if cfg.solver == "bisection":
+        steps = int(math.ceil(math.log2(-math.log(_FLOOR) / log_tol))) + 1
+
+        def bisect(_, bracket):
+            log_lo, log_hi = bracket
+            mid = 0.5 * (log_lo + log_hi)
+            ok = f(jnp.exp(mid), d_mu, s1, s2, eps) <= target
+            return jnp.where(ok, log_lo, mid), jnp.where(ok, mid, log_hi)
+
+        log_lo, log_hi = jax.lax.fori_loop(0, steps, bisect, (log_lo, log_hi))
+        iterations = jnp.full(d_mu.shape, steps)
+    else:
+        log_lo, log_hi, iterations = _newton_optax(cfg, f, d_mu, s1, s2, eps, target, log_lo, log_hi, settled)
+
+    closed = (log_hi - log_lo) <= log_tol * (1.0 + 1e-9)
+    b = jnp.where(zero_ok, 0.0, jnp.where(lo_feasible, lo, jnp.exp(log_hi)))
+    converged = zero_ok | lo_feasible | (hi_ok & closed)
+    return b, converged, jnp.where(settled, 0, iterations)
+
+
+def _newton_optax(cfg, f, d_mu, s1, s2, eps, target, log_lo, log_hi, settled):
+    """Safeguarded Newton on u = log b, steps through an optax chain; returns the closed bracket."""
+    transform = optax.chain(optax.clip(2.0), optax.scale(-1.0))
+    log_target = jnp.log(target)
+    log_tol = math.log1p(cfg.rtol)
+
+    def value_and_slope(u):
+        b = jnp.exp(u)
+        d, db = jax.jvp(lambda bb: f(bb, d_mu, s1, s2, eps), (b,), (b,))  # db = dδ/du
+        return d, db
+
+    def body(state):
+        u, log_lo, log_hi, opt_state, it, done = state
+        d, dd = value_and_slope(u)
+        feasible = d <= target
+        log_lo = jnp.where(done | feasible, log_lo, jnp.maximum(log_lo, u))
+        log_hi = jnp.where(done | ~feasible, log_hi, jnp.minimum(log_hi, u))
+        # Newton step on g(u) = log δ − log δ_target: Δu = −g/g', g' = δ'/δ
+        g = jnp.log(jnp.maximum(d, 1e-300)) - log_target
+        slope = dd / jnp.maximum(d, 1e-300)
+        newton = jnp.where((slope < 0) & (d > 0), g / jnp.where(slope < 0, slope, -1.0), jnp.nan)
+        updates, opt_state = transform.update(jnp.nan_to_num(newton, nan=0.0), opt_state)
+        proposal = optax.apply_updates(u, updates)
+        # aim a hair beyond the root estimate, towards the side that is not yet closed in
+        proposal = proposal + jnp.where(feasible, -0.25, 0.25) * log_tol
+        inside = jnp.isfinite(newton) & (proposal > log_lo) & (proposal < log_hi)
+        u_next = jnp.where(inside, proposal, 0.5 * (log_lo + log_hi))
+        done = done | ((log_hi - log_lo) <= log_tol)
+        return u_next, log_lo, log_hi, opt_state, it + jnp.where(done, 0, 1), done
+
+    u0 = log_hi  # start from the verified feasible end
+    state = (u0, log_lo, log_hi, transform.init(u0), jnp.zeros(u0.shape, int), settled | ((log_hi - log_lo) <= log_tol))
+    state = jax.lax.while_loop(
+        lambda s: (~jnp.all(s[5])) & (jnp.max(s[4]) < cfg.max_iter), body, state
+    )
+    return state[1], state[2], state[4]
+
+
+@partial(jax.jit, static_argnums=0)
+def _search_jit(cfg, d_mu, s1, s2, eps, target):
+    return _search(cfg, d_mu, s1, s2, eps, target)
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(0,))
+def _root(cfg, d_mu, s1, s2, eps, target):
+    """The per-pair calibrated scale; differentiable by the implicit function theorem."""
+    return _search_jit(cfg, d_mu, s1, s2, eps, target)[0]
+
+
+@_root.defjvp
+def _root_jvp(cfg, primals, tangents):
+    d_mu, s1, s2, eps, target = primals
+    b = _root(cfg, *primals)
+    # δ(b(θ); θ) = δ_target  ⇒  db = (dδ_target − ∂_θ δ · dθ) / ∂_b δ
+    b_pos = jnp.where(b > 0, b, 1.0)
+    _, d_theta = jax.jvp(lambda *p: _delta(cfg, b_pos, *p), (d_mu, s1, s2, eps), tuple(tangents[:4]))
+    _, d_b = jax.jvp(lambda bb: _delta(cfg, bb, d_mu, s1, s2, eps), (b_pos,), (jnp.ones_like(b_pos),))
+    ok = (b > 0) & (d_b < 0)
+    db = jnp.where(ok, (tangents[4] - d_theta) / jnp.where(ok, d_b, -1.0), 0.0)
+    return b, db
+
+
+# ----------------------------------------------------------------------------- certificate
+
+
+@partial(jax.jit, static_argnames=("noise", "symmetric"))
+def _exact_delta_jit(d_mu, s1, s2, b, eps, noise, symmetric):
+    return pair_delta("exact", noise, d_mu, s1, s2, b, eps, symmetric)
+
+
+def _max_exact_delta(d_mu, s1, s2, scale, eps, noise, symmetric, chunk: int = 256):
+    """max over pairs of the exact δ at one scale, pruned by the coupling bound L1 ≥ L0.
+
+    Laplace: pairs are visited in decreasing order of their L1 bound, in chunks, until the next
+    bound is ≤ the running max (no later pair can exceed it). Gaussian noise: closed form, all.
+    """
+    if noise == "gaussian" or d_mu.size <= chunk:
+        return jnp.max(_exact_delta_jit(d_mu, s1, s2, scale, eps, noise, symmetric))
+    bound = np.asarray(pair_delta("coupling", "laplace", d_mu, s1, s2, scale, eps, symmetric))
+    order = np.argsort(-bound, kind="stable")
+    best = 0.0
+    for start in range(0, order.size, chunk):
+        if bound[order[start]] <= best:
+            break
+        idx = order[start : start + chunk]
+        if idx.size < chunk:  # pad to a fixed shape: no recompilation
+            idx = np.concatenate([idx, np.full(chunk - idx.size, idx[0])])
+        vals = _exact_delta_jit(d_mu[idx], s1[idx], s2[idx], scale, eps, noise, symmetric)
+        best = max(best, float(jnp.max(vals)))
+    return jnp.asarray(best)
+
+
+# ----------------------------------------------------------------------------- entry point
+
+
 @partial(jax.jit, static_argnames="tau")
-def _theorem_level(pairs: PairSet, eps, delta, tau):
-    d_mu = pairs.first.mean - pairs.second.mean
-    d_sigma = pairs.first.std - pairs.second.std
+def _theorem_level(d_mu, d_sigma, eps, delta, tau):
     per_pair = theorem1_scale(d_mu, d_sigma, eps, tau_star_unchecked(delta, tau)) * _ROUND_UP
     scale = jnp.max(per_pair)
-    achieved = jnp.max(theorem_delta(d_mu, d_sigma, scale, eps))
-    return per_pair, scale, achieved
+    certificate = jnp.max(theorem_delta(d_mu, d_sigma, scale, eps))
+    return per_pair, scale, certificate
+
+
+def _progress(done: int, total: int) -> None:
+    width = 30
+    filled = int(width * done / total)
+    sys.stderr.write(f"\rjaxpuffer: calibrating {total} pairs [{'#' * filled}{'.' * (width - filled)}] {100 * done // total:3d}%")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def _chunked_root(cfg, d_mu, s1, s2, eps, target, chunk_size, progress):
+    """Run the per-pair search over flat arrays in fixed-size chunks (the last one padded, so one
+    compiled shape serves all). Concrete inputs: the jitted search, with its diagnostics. Traced
+    inputs (jax.grad, jit, vmap of calibrate): the implicit-gradient root; diagnostics are None.
+    """
+    n = d_mu.shape[0]
+    size = n if chunk_size is None else min(chunk_size, n)
+    concrete = all(_validate.is_concrete(v) for v in (d_mu, s1, s2, eps, target))
+    parts, converged, iterations = [], True, 0
+    for start in range(0, n, size):
+        stop = min(start + size, n)
+        pad = size - (stop - start)
+        take = [jnp.concatenate([a[start:stop], jnp.repeat(a[start:start + 1], pad)]) if pad else a[start:stop] for a in (d_mu, s1, s2)]
+        if concrete:
+            b, conv, iters = _search_jit(cfg, *take, eps, target)
+            converged = converged and bool(jnp.all(conv[: stop - start]))
+            iterations = max(iterations, int(jnp.max(iters)))
+        else:
+            b = _root(cfg, *take, eps, target)
+        parts.append(b[: stop - start])
+        if progress:
+            _progress(stop, n)
+    if not concrete:
+        converged, iterations = None, None
+    return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), converged, iterations
 
 
 def calibrate(
@@ -77,30 +312,67 @@ def calibrate(
     *,
     noise: str = "laplace",
     level: str = "theorem",
+    solver: str = "optax",
     tau: str = "exact",
+    rtol: float = 1e-10,
+    max_iter: int = 100,
+    chunk_size: int | None = 16384,
+    progress: bool = False,
 ) -> Calibration:
     """The noise scale that makes Y = X + N (ε, δ)-pufferfish private for every pair in ``pairs``.
 
     Args:
-      pairs: a :class:`PairSet`; every batch axis (pairs, adversaries' priors) is maximised over.
-      eps: ε > 0. delta: δ ∈ (0, 1). Scalars.
-      noise: ``"laplace"``.
-      level: ``"theorem"``: Theorem 1, eq. (5), b = max (|Δμ| + |Δσ| τ*(δ))/ε.
+      pairs: a :class:`PairSet` of Gaussian priors; every batch axis is maximised over.
+      eps: ε > 0. delta: δ ∈ (0, 1). Scalars (tracers allowed: the result is differentiable).
+      noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``).
+      level: ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
+        P(|W| > εb) ≤ δ (L2); ``"coupling"`` — the Monge-coupling bound (35) (L1); ``"exact"`` —
+        the exact hockey-stick divergence (L0), the tightest. Scales satisfy
+        exact ≤ coupling ≤ indicator ≤ theorem.
+      solver: ``"optax"`` (safeguarded Newton through optax) or ``"bisection"``; both return a
+        scale whose δ at the level was evaluated ≤ ``delta`` and agree to ``rtol``.
       tau: τ*(δ) method for the theorem level (see :func:`jaxpuffer.tau_star`).
+      rtol: relative width at which a per-pair bracket counts as closed.
+      max_iter: iteration cap of the optax solver (``converged`` is False where it is hit).
+      chunk_size: pairs per compiled batch (bounded memory; the answer does not depend on it);
+        None for one batch.
+      progress: print a progress bar on stderr while chunks are processed.
 
     Returns:
-      A :class:`Calibration`; ``delta_achieved`` is Theorem 1's certificate 2Q((εb − |Δμ|)/|Δσ|)
-      at the returned scale, ≤ ``delta``.
+      A :class:`Calibration`.
     """
     _validate.choice("level", level, LEVELS)
     _validate.choice("noise", noise, NOISES)
+    _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)
+    if noise == "gaussian" and level not in GAUSSIAN_NOISE_LEVELS:
+        raise ValueError(f"level {level!r} is a Laplace-noise bound; for noise='gaussian' use level 'exact' or 'coupling'")
+    if not (isinstance(rtol, float) and 0 < rtol < 1e-2):
+        raise ValueError(f"rtol must be a float in (0, 0.01); got {rtol!r}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
+        raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}")
     pairs = _gaussian_pairs(pairs, "calibrate")
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta)
     if eps.ndim or delta.ndim:
         raise ValueError("eps and delta must be scalars for calibrate; use jaxpuffer.bounds for arrays")
-    per_pair, scale, achieved = _theorem_level(pairs, eps, delta, tau)
+    shape = pairs.batch_shape
+    d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)
+    s1, s2 = pairs.first.std.reshape(-1), pairs.second.std.reshape(-1)
+
+    if level == "theorem":
+        per_pair, scale, _ = _theorem_level(d_mu, s1 - s2, eps, delta, tau)
+        converged, iterations, solver_name = True, 0, "closed form"
+    else:
+        cfg = _Config(level, noise, pairs.symmetric, solver, float(rtol), int(max_iter))
+        per_pair, converged, iterations = _chunked_root(cfg, d_mu, s1, s2, eps, delta, chunk_size, progress)
+        scale = jnp.max(per_pair)
+        solver_name = solver
+    per_pair = per_pair.reshape(shape)
+    if all(_validate.is_concrete(v) for v in (scale, d_mu, s1, s2, eps)):
+        achieved = _max_exact_delta(d_mu, s1, s2, scale, eps, noise, pairs.symmetric)
+    else:  # under a transformation the certificate is not computed
+        achieved = None
     return Calibration(
         scale=scale,
         per_pair=per_pair,
@@ -110,8 +382,9 @@ def calibrate(
         noise=noise,
         eps=eps,
         delta=delta,
-        converged=True,
-        iterations=0,
+        converged=converged,
+        iterations=iterations,
+        solver=solver_name,
     )
 
 

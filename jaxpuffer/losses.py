@@ -46,15 +46,14 @@ from .pairs import PairSet
 NOISES = ("laplace", "gaussian")
 COUPLING_METHODS = ("closed", "quadrature", "monte_carlo")
 
-_CORE = jnp.array([0.0, 0.25, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 13.0])
-_CORE = jnp.concatenate([-_CORE[:0:-1], _CORE])  # σ-scaled offsets, 25 points
-_TAIL = jnp.array([0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 17.0, 23.0, 30.0, 38.0, 46.0])
-_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])  # b-scaled offsets, 24 points
-_ROOTS = 4  # sign changes refined per order
-_PEAKS = 2  # hidden excursions searched per order
-_ROOT_STEPS = 48
-_GOLDEN_STEPS = 40
-_INV_PHI = (math.sqrt(5.0) - 1.0) / 2.0
+_CORE = jnp.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.5, 10.0, 13.0])
+_CORE = jnp.concatenate([-_CORE[:0:-1], _CORE])  # σ-scaled offsets, 21 points
+_TAIL = jnp.array([1.0, 2.5, 5.0, 9.0, 15.0, 24.0, 36.0, 48.0])
+_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])  # b-scaled offsets, 16 points
+_ROOTS = 4  # grid crossings refined per order
+_PEAKS = 1  # hidden excursions searched per order
+_ROOT_STEPS = 14  # safeguarded Newton steps per crossing
+_GOLDEN_STEPS = 24  # Illinois steps locating a hidden peak (root of the slope)
 
 
 # ----------------------------------------------------------------------------- Gaussian noise
@@ -113,39 +112,147 @@ def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
 # ----------------------------------------------------------------------------- Laplace noise
 
 
-def _bisect_root(fun, a, c, fa):
-    """Root of fun in [a, c] where fun(a) and fun(c) differ in sign (fa = fun(a)); Illinois steps."""
-    fc = fun(c)
+def _illinois(fun, a, c, fa, fc, steps):
+    """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi."""
 
     def step(_, state):
         a, c, fa, fc, side = state
-        denom = fc - fa
-        x = jnp.where(denom != 0, c - fc * (c - a) / jnp.where(denom != 0, denom, 1.0), 0.5 * (a + c))
+        denom = jnp.where(fc != fa, fc - fa, 1.0)
+        x = c - fc * (c - a) / denom
         x = jnp.where((x > jnp.minimum(a, c)) & (x < jnp.maximum(a, c)), x, 0.5 * (a + c))
         fx = fun(x)
         same = jnp.sign(fx) == jnp.sign(fc)
-        # replace the end with the same sign; Illinois: halve the kept end's value if it repeats
-        a2, fa2 = jnp.where(same, a, c), jnp.where(same, jnp.where(side == 1, 0.5 * fa, fa), fc)
-        side2 = jnp.where(same, 1, -1)
-        return a2, x, fa2, fx, side2
+        fa = jnp.where(same, jnp.where(side == 1, 0.5 * fa, fa), fc)
+        a = jnp.where(same, a, c)
+        return a, x, fa, fx, jnp.where(same, 1, -1)
 
-    a, c, fa, fc, _ = jax.lax.fori_loop(0, _ROOT_STEPS, step, (a, c, fa, fc, 0))
-    return 0.5 * (a + c)
+    a, c, fa, fc, _ = jax.lax.fori_loop(0, steps, step, (a, c, fa, fc, jnp.zeros(a.shape, int)))
+    return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
 
 
-def _golden_max(fun, a, c):
-    """Location and value of the maximum of a unimodal fun on [a, c] (golden-section search)."""
+def _newton_in_bracket(fun_and_slope, a, c, fa, steps):
+    """Root of f in [a, c] (sign change, f(a) = fa) by Newton steps kept inside the bracket."""
+    pos_left = fa > 0
 
     def step(_, state):
-        a, c = state
-        x1 = c - _INV_PHI * (c - a)
-        x2 = a + _INV_PHI * (c - a)
-        left = fun(x1) >= fun(x2)
-        return jnp.where(left, a, x1), jnp.where(left, x2, c)
+        lo, hi, x = state
+        f, df = fun_and_slope(x)
+        right_of_root = (f > 0) != pos_left  # f has the sign of the right end
+        lo, hi = jnp.where(right_of_root, lo, x), jnp.where(right_of_root, x, hi)
+        x_new = x - f / jnp.where(df != 0, df, 1.0)
+        ok = (df != 0) & (x_new >= lo) & (x_new <= hi)  # a converged step sits on an end
+        return lo, hi, jnp.where(ok, x_new, 0.5 * (lo + hi))
 
-    a, c = jax.lax.fori_loop(0, _GOLDEN_STEPS, step, (a, c))
-    x = 0.5 * (a + c)
-    return x, fun(x)
+    _, _, x = jax.lax.fori_loop(0, steps, step, (a, c, 0.5 * (a + c)))
+    return x
+
+
+def _first(mask, count):
+    """Indices of the first ``count`` True entries of a 1-D mask, and which of them exist."""
+    idx = jnp.nonzero(mask, size=count, fill_value=0)[0]
+    return idx, jnp.arange(count) < jnp.sum(mask)
+
+
+def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
+    """(δ for order 1→2, δ for order 2→1, resolved) for one Gaussian pair under Laplace(b).
+
+    See the module docstring; ``resolved`` is False where more crossings or hidden peaks were
+    found than the fixed budget, in which case that order's δ is the L1 coupling bound (≥ δ).
+    """
+    m1_, s1_, m2_, s2_, b_, eps_ = (jax.lax.stop_gradient(t) for t in (m1, s1, m2, s2, b, eps))
+    y = jnp.sort(jnp.concatenate([m1_ + s1_ * _CORE, m2_ + s2_ * _CORE, m1_ + b_ * _TAIL, m2_ + b_ * _TAIL]))
+
+    def ratio(x):  # log p1 − log p2 and its slope
+        l1, d1 = gauss_laplace_log_pdf(x - m1_, s1_, b_)
+        l2, d2 = gauss_laplace_log_pdf(x - m2_, s2_, b_)
+        return l1 - l2, d1 - d2
+
+    r, dr = ratio(y)
+    signs = jnp.array([1.0, -1.0])  # order 1→2: f = r − ε; order 2→1: f = −r − ε
+    f = signs[:, None] * r[None, :] - eps_
+    df = signs[:, None] * dr[None, :]
+    pos = f > 0
+
+    # crossings on the grid, and hidden peaks (slope + → − inside a cell whose ends are ≤ 0)
+    cross_idx, cross_ok = jax.vmap(lambda m: _first(m, _ROOTS))(pos[:, :-1] != pos[:, 1:])
+    peak_cells = (df[:, :-1] > 0) & (df[:, 1:] < 0) & ~pos[:, :-1] & ~pos[:, 1:]
+    peak_idx, peak_ok = jax.vmap(lambda m: _first(m, _PEAKS))(peak_cells)
+    n_cross = jnp.sum(pos[:, :-1] != pos[:, 1:], axis=1)
+    resolved = (n_cross <= _ROOTS) & (jnp.sum(peak_cells, axis=1) <= _PEAKS)
+
+    sign_p = jnp.repeat(signs, _PEAKS)
+    pa, pc = y[peak_idx].reshape(-1), y[peak_idx + 1].reshape(-1)
+    peak_at = _illinois(
+        lambda x: sign_p * ratio(x)[1], pa, pc, df[:, :-1][jnp.arange(2)[:, None], peak_idx].reshape(-1),
+        df[:, 1:][jnp.arange(2)[:, None], peak_idx].reshape(-1), _GOLDEN_STEPS,
+    )
+    peak_val = sign_p * ratio(peak_at)[0] - eps_
+    hidden = peak_ok.reshape(-1) & (peak_val > 0)
+
+    # one Newton loop over every bracket of both orders: grid crossings, then peak flanks
+    sign_c = jnp.repeat(signs, _ROOTS)
+    ca, cc = y[cross_idx].reshape(-1), y[cross_idx + 1].reshape(-1)
+    fa_c = f[jnp.arange(2)[:, None], cross_idx].reshape(-1)
+    fa_left = f[jnp.arange(2)[:, None], peak_idx].reshape(-1)
+    brackets_a = jnp.concatenate([ca, pa, peak_at])
+    brackets_c = jnp.concatenate([cc, peak_at, pc])
+    fa_all = jnp.concatenate([fa_c, fa_left, jnp.where(hidden, peak_val, 1.0)])
+    sgn = jnp.concatenate([sign_c, sign_p, sign_p])
+
+    def f_and_slope(x):
+        value, slope = ratio(x)
+        return sgn * value - eps_, sgn * slope
+
+    roots = _newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, _ROOT_STEPS)
+    used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
+    roots = jax.lax.stop_gradient(jnp.where(used & jnp.isfinite(roots), roots, y[0]))
+    cross = roots[: 2 * _ROOTS].reshape(2, _ROOTS)
+    flank_l = roots[2 * _ROOTS : 2 * _ROOTS + 2 * _PEAKS].reshape(2, _PEAKS)
+    flank_r = roots[2 * _ROOTS + 2 * _PEAKS :].reshape(2, _PEAKS)
+
+    # masses at the crossing points, with gradients (the points themselves are fixed)
+    pts = jnp.concatenate([cross.reshape(-1), flank_l.reshape(-1), flank_r.reshape(-1)])
+    _, F1, S1 = gauss_laplace(pts - m1, s1, b)
+    _, F2, S2 = gauss_laplace(pts - m2, s2, b)
+    e_eps = jnp.exp(eps)
+    out = []
+    for k, (mu_i, F_i, S_i, mu_j, F_j, S_j) in enumerate(((m1, F1, S1, m2, F2, S2), (m2, F2, S2, m1, F1, S1))):
+        c_slice = slice(k * _ROOTS, (k + 1) * _ROOTS)
+        ok = cross_ok[k]
+        x = cross[k]
+        Fi, Si, Fj, Sj = F_i[c_slice], S_i[c_slice], F_j[c_slice], S_j[c_slice]
+        # the positive set is (−∞ or previous crossing, down-crossing] … [last up-crossing, ∞)
+        first_pos = pos[k, 0]
+        down = ok & (jnp.where(jnp.arange(_ROOTS) % 2 == 0, first_pos, ~first_pos))
+        prev = jnp.arange(_ROOTS) - 1
+        has_prev = prev >= 0
+        pi = jnp.maximum(prev, 0)
+        a_F_i, a_S_i = jnp.where(has_prev, Fi[pi], 0.0), jnp.where(has_prev, Si[pi], 1.0)
+        a_F_j, a_S_j = jnp.where(has_prev, Fj[pi], 0.0), jnp.where(has_prev, Sj[pi], 1.0)
+        a_x = jnp.where(has_prev, x[pi], -jnp.inf)
+        seg = _prior_mass(a_F_i, a_S_i, Fi, Si, a_x, x, mu_i) - e_eps * _prior_mass(a_F_j, a_S_j, Fj, Sj, a_x, x, mu_j)
+        total = jnp.sum(jnp.where(down, jnp.maximum(seg, 0.0), 0.0))
+        # a final interval up to +∞ when the last grid point is positive
+        n_ok = jnp.sum(ok)
+        last = jnp.maximum(n_ok - 1, 0)
+        start_F_i = jnp.where(n_ok > 0, Fi[last], 0.0)
+        start_S_i = jnp.where(n_ok > 0, Si[last], 1.0)
+        start_F_j = jnp.where(n_ok > 0, Fj[last], 0.0)
+        start_S_j = jnp.where(n_ok > 0, Sj[last], 1.0)
+        start_x = jnp.where(n_ok > 0, x[last], -jnp.inf)
+        tail = _prior_mass(start_F_i, start_S_i, 1.0, 0.0, start_x, jnp.inf, mu_i) - e_eps * _prior_mass(
+            start_F_j, start_S_j, 1.0, 0.0, start_x, jnp.inf, mu_j
+        )
+        total = total + jnp.where(pos[k, -1], jnp.maximum(tail, 0.0), 0.0)
+        # hidden excursions [left flank, right flank]
+        p_slice = slice(2 * _ROOTS + k * _PEAKS, 2 * _ROOTS + (k + 1) * _PEAKS)
+        q_slice = slice(2 * _ROOTS + 2 * _PEAKS + k * _PEAKS, 2 * _ROOTS + 2 * _PEAKS + (k + 1) * _PEAKS)
+        hid = _prior_mass(F_i[p_slice], S_i[p_slice], F_i[q_slice], S_i[q_slice], flank_l[k], flank_r[k], mu_i) - e_eps * _prior_mass(
+            F_j[p_slice], S_j[p_slice], F_j[q_slice], S_j[q_slice], flank_l[k], flank_r[k], mu_j
+        )
+        total = total + jnp.sum(jnp.where(hidden[k * _PEAKS : (k + 1) * _PEAKS], jnp.maximum(hid, 0.0), 0.0))
+        out.append(jnp.minimum(total, 1.0))
+    return out[0], out[1], resolved
 
 
 def _prior_mass(F_a, S_a, F_c, S_c, a, c, mu):
@@ -153,100 +260,23 @@ def _prior_mass(F_a, S_a, F_c, S_c, a, c, mu):
     return jnp.where(c <= mu, F_c - F_a, jnp.where(a >= mu, S_a - S_c, 1.0 - F_a - S_c))
 
 
-def _crossings(y, r, rfun):
-    """Intervals (as cell-local segments) where r > 0, for one order.
-
-    Returns (seg_a, seg_c, seg_ok, spill): segment end points found by refinement with a flag each,
-    and a per-cell mask of unrefined sign changes whose full cell is added conservatively.
-    """
-    pos = r > 0
-    change = pos[:-1] != pos[1:]
-    n_cells = y.shape[0] - 1
-    idx = jnp.nonzero(change, size=_ROOTS, fill_value=0)[0]
-    valid = jnp.arange(_ROOTS) < jnp.sum(change)
-    a, c = y[idx], y[idx + 1]
-    roots = jax.vmap(_bisect_root, in_axes=(None, 0, 0, 0))(rfun, a, c, r[idx])
-    left_pos = pos[idx]
-    root_a = jnp.where(left_pos, a, roots)
-    root_c = jnp.where(left_pos, roots, c)
-    spill = change & ~jnp.isin(jnp.arange(n_cells), jnp.where(valid, idx, -1))
-
-    # hidden excursions: discrete local maxima with r ≤ 0, highest first
-    interior = (r[1:-1] > r[:-2]) & (r[1:-1] >= r[2:]) & (r[1:-1] <= 0)
-    score = jnp.where(interior, r[1:-1], -jnp.inf)
-    top_val, top = jax.lax.top_k(score, _PEAKS)
-    k = top + 1
-    peak_at, peak = jax.vmap(_golden_max, in_axes=(None, 0, 0))(rfun, y[k - 1], y[k + 1])
-    hidden = jnp.isfinite(top_val) & (peak > 0)
-    left = jax.vmap(_bisect_root, in_axes=(None, 0, 0, 0))(rfun, y[k - 1], peak_at, r[k - 1])
-    right = jax.vmap(_bisect_root, in_axes=(None, 0, 0, 0))(rfun, peak_at, y[k + 1], peak)
-    seg_a = jnp.concatenate([root_a, left])
-    seg_c = jnp.concatenate([root_c, right])
-    seg_ok = jnp.concatenate([valid, hidden])
-    return seg_a, seg_c, seg_ok, spill
-
-
-def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
-    """(δ for order 1→2, δ for order 2→1, number of unrefined sign changes) for one Gaussian pair."""
-    y = jnp.sort(jnp.concatenate([m1 + s1 * _CORE, m2 + s2 * _CORE, m1 + b * _TAIL, m2 + b * _TAIL]))
-    ys = jax.lax.stop_gradient(y)
-
-    m1_, s1_, m2_, s2_, b_ = (jax.lax.stop_gradient(t) for t in (m1, s1, m2, s2, b))
-
-    def lr(x):  # log p_1 − log p_2, searched without gradients (envelope theorem)
-        return gauss_laplace_log_pdf(x - m1_, s1_, b_) - gauss_laplace_log_pdf(x - m2_, s2_, b_)
-
-    eps_s = jax.lax.stop_gradient(eps)
-    base = lr(ys)
-    out, spilled = [], 0
-    e_eps = jnp.exp(eps)
-    for sign, (mu_i, s_i, mu_j, s_j) in ((1.0, (m1, s1, m2, s2)), (-1.0, (m2, s2, m1, s1))):
-        rfun = lambda x, sign=sign: sign * lr(x) - eps_s  # noqa: E731
-        seg_a, seg_c, seg_ok, spill = _crossings(ys, sign * base - eps_s, rfun)
-        seg_a, seg_c = jax.lax.stop_gradient(seg_a), jax.lax.stop_gradient(seg_c)
-        pos = (sign * base - eps_s) > 0
-        full = pos[:-1] & pos[1:]
-        # every end point that can bound a segment: grid points, refined ends, ±∞ via tails
-        pts = jnp.concatenate([y, seg_a, seg_c])
-        _, F_i, S_i = gauss_laplace(pts - mu_i, s_i, b)
-        _, F_j, S_j = gauss_laplace(pts - mu_j, s_j, b)
-        n = y.shape[0]
-        ng = seg_a.shape[0]
-
-        def mass(F, S, mu, ia, ic, a, c):
-            return _prior_mass(F[ia], S[ia], F[ic], S[ic], a, c, mu)
-
-        cells_a, cells_c = jnp.arange(n - 1), jnp.arange(1, n)
-        cell_i = mass(F_i, S_i, mu_i, cells_a, cells_c, y[:-1], y[1:])
-        cell_j = mass(F_j, S_j, mu_j, cells_a, cells_c, y[:-1], y[1:])
-        seg_ia, seg_ic = n + jnp.arange(ng), n + ng + jnp.arange(ng)
-        seg_i = mass(F_i, S_i, mu_i, seg_ia, seg_ic, seg_a, seg_c)
-        seg_j = mass(F_j, S_j, mu_j, seg_ia, seg_ic, seg_a, seg_c)
-        total = (
-            jnp.sum(jnp.where(full, jnp.maximum(cell_i - e_eps * cell_j, 0.0), 0.0))
-            + jnp.sum(jnp.where(seg_ok, jnp.maximum(seg_i - e_eps * seg_j, 0.0), 0.0))
-            + jnp.sum(jnp.where(spill, cell_i, 0.0))
-            + jnp.where(pos[0], jnp.maximum(F_i[0] - e_eps * F_j[0], 0.0), 0.0)
-            + jnp.where(pos[-1], jnp.maximum(S_i[n - 1] - e_eps * S_j[n - 1], 0.0), 0.0)
-        )
-        out.append(jnp.minimum(total, 1.0))
-        spilled = spilled + jnp.sum(spill)
-    return out[0], out[1], spilled
-
-
 def _laplace_exact_one(d_mu, s1, s2, b, eps):
-    """Both orders' δ for Laplace noise, shifted so that the second prior sits at 0."""
+    """Both orders' δ for Laplace noise, the second prior at 0; L1 where unresolved (≥ δ)."""
     ok = b > 0
     b_safe = jnp.where(ok, b, 1.0)
-    d12, d21, _ = _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b_safe, eps)
+    d12, d21, resolved = _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b_safe, eps)
+    fallback = _coupling_laplace_closed(d_mu, s1 - s2, b_safe, eps)
+    d12, d21 = jnp.where(resolved[0], d12, fallback), jnp.where(resolved[1], d21, fallback)
     zero = _prior_hockey_stick(d_mu, s1, s2, eps)
     zero_rev = _prior_hockey_stick(-d_mu, s2, s1, eps)
     return jnp.where(ok, d12, zero), jnp.where(ok, d21, zero_rev)
 
 
-def laplace_exact_diagnostics(d_mu, s1, s2, b, eps):
-    """Number of sign changes of r that were bounded rather than refined (0 in normal use)."""
-    return _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b, eps)[2]
+def laplace_exact_resolved(d_mu, s1, s2, b, eps):
+    """Whether the exact evaluation resolved every crossing for both orders (diagnostics)."""
+    return jax.vmap(lambda *a: jnp.all(_laplace_exact_pair(*a)[2]))(
+        *(x.reshape(-1) for x in jnp.broadcast_arrays(d_mu, s1, 0.0 * d_mu, s2, b, eps))
+    )
 
 
 # ----------------------------------------------------------------------------- coupling levels

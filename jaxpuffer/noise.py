@@ -34,15 +34,42 @@ def log_mills(x):
 
 
 def _log_tail_term(u, v):
-    """T(u, v) = v²/2 − uv + log Φ(u − v), the log of e^{σ²/2b² − z/b} Φ(z/σ − σ/b)."""
+    """T(u, v) = v²/2 − uv + log Φ(u − v), the log of e^{σ²/2b² − z/b} Φ(z/σ − σ/b).
+
+    One erfcx per element: with x = u − v and e = erfcx(|x|/√2),
+    x < 0: T = −u²/2 + log(e/2);  x ≥ 0: T = v(v/2 − u) + log1p(−(e/2) e^{−x²/2}).
+    """
     x = u - v
-    right = x >= 0
-    u_r, v_r = jnp.where(right, u, 1.0), jnp.where(right, v, 0.0)
-    u_l, x_l = jnp.where(right, 0.0, u), jnp.where(right, -1.0, x)
+    e = erfcx(jnp.abs(x) * _SQRT_HALF)
+    neg = x < 0
+    u_neg = jnp.where(neg, u, 0.0)
+    x_pos = jnp.where(neg, 0.0, x)
     return jnp.where(
-        right,
-        v_r * (0.5 * v_r - u_r) + log_ndtr(u_r - v_r),
-        -0.5 * u_l**2 + log_mills(x_l),
+        neg,
+        -0.5 * u_neg**2 + jnp.log(0.5 * e),
+        v * (0.5 * v - u) + jnp.log1p(-0.5 * e * jnp.exp(-0.5 * x_pos**2)),
+    )
+
+
+def _standardize(z, sigma, b):
+    point = sigma <= 0
+    sig = jnp.where(point, 1.0, sigma)
+    return point, jnp.where(point, 0.0, z / sig), jnp.where(point, 0.0, sig / b)
+
+
+def gauss_laplace_log_pdf(z, sigma, b):
+    """log p(z) and its slope d log p / dz for N(0, σ²) ⊛ Laplace(b).
+
+    The slope is ψ = tanh((T(−u, v) − T(u, v))/2)/b: the posterior-weighted mean of the Laplace
+    kernel's log-derivative ±1/b, so |ψ| ≤ 1/b. σ = 0: −|z|/b − log 2b and −sign(z)/b.
+    """
+    point, u, v = _standardize(z, sigma, b)
+    t_a, t_b = _log_tail_term(u, v), _log_tail_term(-u, v)
+    log_p = jnp.logaddexp(t_a, t_b) - jnp.log(2.0 * b)
+    slope = jnp.tanh(0.5 * (t_b - t_a)) / b
+    return (
+        jnp.where(point, -jnp.abs(z) / b - jnp.log(2.0 * b), log_p),
+        jnp.where(point, -jnp.sign(z) / b, slope),
     )
 
 
@@ -52,12 +79,8 @@ def gauss_laplace(z, sigma, b):
     Returns ``(log_p, cdf, sf)``: log p(z), F(z) = P(Y ≤ z) and S(z) = P(Y > z), each computed
     directly (S is not 1 − F), so both tails are accurate. σ = 0 gives the Laplace kernel.
     """
-    point = sigma <= 0
-    sig = jnp.where(point, 1.0, sigma)
-    u = jnp.where(point, 0.0, z / sig)
-    v = jnp.where(point, 0.0, sig / b)
-    t_a = _log_tail_term(u, v)  # log of e^{σ²/2b² − z/b} Φ(u − v)
-    t_b = _log_tail_term(-u, v)  # log of e^{σ²/2b² + z/b} Φ(−u − v)
+    point, u, v = _standardize(z, sigma, b)
+    t_a, t_b = _log_tail_term(u, v), _log_tail_term(-u, v)
     log_p = jnp.logaddexp(t_a, t_b) - jnp.log(2.0 * b)
     e_a, e_b = 0.5 * jnp.exp(t_a), 0.5 * jnp.exp(t_b)
     cdf = ndtr(u) - e_a + e_b
@@ -72,16 +95,6 @@ def gauss_laplace(z, sigma, b):
         jnp.clip(jnp.where(point, lap_cdf, cdf), 0.0, 1.0),
         jnp.clip(jnp.where(point, lap_sf, sf), 0.0, 1.0),
     )
-
-
-def gauss_laplace_log_pdf(z, sigma, b):
-    """log p(z) of N(0, σ²) ⊛ Laplace(b) alone (the cheap part of :func:`gauss_laplace`)."""
-    point = sigma <= 0
-    sig = jnp.where(point, 1.0, sigma)
-    u = jnp.where(point, 0.0, z / sig)
-    v = jnp.where(point, 0.0, sig / b)
-    log_p = jnp.logaddexp(_log_tail_term(u, v), _log_tail_term(-u, v)) - jnp.log(2.0 * b)
-    return jnp.where(point, -jnp.abs(z) / b - jnp.log(2.0 * b), log_p)
 
 
 def normal_mass(a, c):
