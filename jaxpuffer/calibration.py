@@ -50,7 +50,7 @@ GAUSSIAN_NOISE_LEVELS = ("coupling", "exact")
 # Closed-form scales are rounded up by a few ulps so that floating-point rounding in the formula
 # never lands on the unsafe side of the condition it certifies.
 _ROUND_UP = 1.0 + 2.0**-49
-_FLOOR = 2.0**-40  # lo = hi·_FLOOR
+_FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _MAX_DOUBLINGS = 80
 
 
@@ -111,97 +111,87 @@ def _delta_at_zero(cfg: _Config, d_mu, s1, s2, eps):
     return jnp.where((d_mu == 0) & (s1 == s2), 0.0, 1.0)
 
 
-def _initial_hi(cfg: _Config, d_mu, s1, s2, eps, target):
-    """A scale expected to be feasible: Theorem 1 (Laplace), b_pure where smaller (exact level)."""
-    tau = tau_star_unchecked(target, "exact")
-    hi = theorem1_scale(d_mu, s1 - s2, eps, tau)
+def _initial_bracket(cfg: _Config, d_mu, s1, s2, eps, target):
+    """(hi, start): a scale expected to be feasible — Theorem 1's (5), which bounds every level for
+    Laplace noise and is a first guess for Gaussian noise — and the first point to evaluate:
+    b_pure of MATH.md §6 where smaller (exact level, Laplace), else hi. Neither is trusted: the
+    search verifies them."""
+    hi = theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * _ROUND_UP
+    hi = jnp.maximum(hi, 1e-300)
+    start = hi
     if cfg.noise == "laplace" and cfg.level == "exact":
         b_pure = (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs(s1**2 - s2**2))) / (2.0 * eps)
-        pure_ok = _delta(cfg, jnp.maximum(b_pure, 1e-300), d_mu, s1, s2, eps) <= target
-        hi = jnp.where(pure_ok & (b_pure < hi), b_pure, hi)
-    return jnp.maximum(hi * _ROUND_UP, 1e-300)
+        start = jnp.where((b_pure > 0) & (b_pure < hi), b_pure, hi)
+    return hi, start
 
 
 def _search(cfg: _Config, d_mu, s1, s2, eps, target):
-    """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs."""
+    """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs.
+
+    One ``lax.while_loop``; each iteration evaluates δ once per pair (with its slope for the optax
+    solver) at ``u = log b`` and updates the bracket:
+      * feasible (δ ≤ target): ``hi = u``, verified;
+      * infeasible below ``hi``: ``lo = u``; infeasible at an unverified ``hi``: ``lo = hi`` and
+        ``hi`` doubles (the bracket expands until a feasible point is found).
+    The next point is ``hi`` itself when the bracket has closed but ``hi`` is not yet verified,
+    else the solver's proposal inside (lo, hi). A pair is done when its bracket is closed
+    (hi/lo − 1 ≤ rtol) with ``hi`` verified, or when δ(0) ≤ target (answer 0).
+    """
     f = partial(_delta, cfg)
     zero_ok = _delta_at_zero(cfg, d_mu, s1, s2, eps) <= target
-
-    # bracket: hi feasible (doubling until verified), lo = hi·2⁻⁴⁰ infeasible or the answer
-    hi = _initial_hi(cfg, d_mu, s1, s2, eps, target)
-
-    def grow(state):
-        hi, ok, k = state
-        hi = jnp.where(ok, hi, 2.0 * hi)
-        return hi, f(hi, d_mu, s1, s2, eps) <= target, k + 1
-
-    hi, hi_ok, _ = jax.lax.while_loop(
-        lambda s: (~jnp.all(s[1] | zero_ok)) & (s[2] < _MAX_DOUBLINGS),
-        grow,
-        (hi, f(hi, d_mu, s1, s2, eps) <= target, 0),
-    )
-    lo = hi * _FLOOR
-    lo_feasible = f(lo, d_mu, s1, s2, eps) <= target
-    settled = zero_ok | lo_feasible | ~hi_ok
-    log_lo, log_hi = jnp.log(lo), jnp.log(hi)
+    hi0, start = _initial_bracket(cfg, d_mu, s1, s2, eps, target)
     log_tol = math.log1p(cfg.rtol)
-
-    if cfg.solver == "bisection":
-        steps = int(math.ceil(math.log2(-math.log(_FLOOR) / log_tol))) + 1
-
-        def bisect(_, bracket):
-            log_lo, log_hi = bracket
-            mid = 0.5 * (log_lo + log_hi)
-            ok = f(jnp.exp(mid), d_mu, s1, s2, eps) <= target
-            return jnp.where(ok, log_lo, mid), jnp.where(ok, mid, log_hi)
-
-        log_lo, log_hi = jax.lax.fori_loop(0, steps, bisect, (log_lo, log_hi))
-        iterations = jnp.full(d_mu.shape, steps)
-    else:
-        log_lo, log_hi, iterations = _newton_optax(cfg, f, d_mu, s1, s2, eps, target, log_lo, log_hi, settled)
-
-    closed = (log_hi - log_lo) <= log_tol * (1.0 + 1e-9)
-    b = jnp.where(zero_ok, 0.0, jnp.where(lo_feasible, lo, jnp.exp(log_hi)))
-    converged = zero_ok | lo_feasible | (hi_ok & closed)
-    return b, converged, jnp.where(settled, 0, iterations)
-
-
-def _newton_optax(cfg, f, d_mu, s1, s2, eps, target, log_lo, log_hi, settled):
-    """Safeguarded Newton on u = log b, steps through an optax chain; returns the closed bracket."""
-    transform = optax.chain(optax.clip(2.0), optax.scale(-1.0))
     log_target = jnp.log(target)
-    log_tol = math.log1p(cfg.rtol)
-
-    def value_and_slope(u):
-        b = jnp.exp(u)
-        d, db = jax.jvp(lambda bb: f(bb, d_mu, s1, s2, eps), (b,), (b,))  # db = dδ/du
-        return d, db
+    transform = optax.chain(optax.clip(2.0), optax.scale(-1.0))
+    newton = cfg.solver == "optax"
+    cap = jnp.log(hi0) + _MAX_DOUBLINGS * math.log(2.0)
 
     def body(state):
-        u, log_lo, log_hi, opt_state, it, done = state
-        d, dd = value_and_slope(u)
+        u, log_lo, log_hi, hi_ok, opt_state, it, done = state
+        b = jnp.exp(u)
+        if newton:
+            d, dd = jax.jvp(lambda bb: f(bb, d_mu, s1, s2, eps), (b,), (b,))  # dd = dδ/du
+        else:
+            d, dd = f(b, d_mu, s1, s2, eps), jnp.zeros_like(b)
         feasible = d <= target
-        log_lo = jnp.where(done | feasible, log_lo, jnp.maximum(log_lo, u))
-        log_hi = jnp.where(done | ~feasible, log_hi, jnp.minimum(log_hi, u))
-        # Newton step on g(u) = log δ − log δ_target: Δu = −g/g', g' = δ'/δ
-        g = jnp.log(jnp.maximum(d, 1e-300)) - log_target
-        slope = dd / jnp.maximum(d, 1e-300)
-        newton = jnp.where((slope < 0) & (d > 0), g / jnp.where(slope < 0, slope, -1.0), jnp.nan)
-        updates, opt_state = transform.update(jnp.nan_to_num(newton, nan=0.0), opt_state)
-        proposal = optax.apply_updates(u, updates)
-        # aim a hair beyond the root estimate, towards the side that is not yet closed in
-        proposal = proposal + jnp.where(feasible, -0.25, 0.25) * log_tol
-        inside = jnp.isfinite(newton) & (proposal > log_lo) & (proposal < log_hi)
-        u_next = jnp.where(inside, proposal, 0.5 * (log_lo + log_hi))
-        done = done | ((log_hi - log_lo) <= log_tol)
-        return u_next, log_lo, log_hi, opt_state, it + jnp.where(done, 0, 1), done
+        at_hi = u >= log_hi
+        live = ~done
+        grow = live & ~feasible & at_hi
+        log_lo = jnp.where(live & ~feasible, jnp.where(at_hi, log_hi, jnp.maximum(log_lo, u)), log_lo)
+        log_hi = jnp.where(live & feasible, jnp.minimum(log_hi, u), jnp.where(grow, log_hi + math.log(2.0), log_hi))
+        hi_ok = jnp.where(live & feasible, True, jnp.where(grow, False, hi_ok))
+        closed = (log_hi - log_lo) <= log_tol
+        # the solver's proposal inside (lo, hi)
+        mid = 0.5 * (log_lo + log_hi)
+        if newton:  # Newton on g(u) = log δ − log δ_target through the optax chain
+            g = jnp.log(jnp.maximum(d, 1e-300)) - log_target
+            slope = dd / jnp.maximum(d, 1e-300)
+            # far on the feasible side δ falls to 0 at a finite b (pure ε, MATH.md §6) and log δ is
+            # too steep for Newton: halve b there instead
+            usable = (slope < 0) & (d > 0) & ~(feasible & (d < target / 16))
+            step = jnp.where(usable, g / jnp.where(usable, slope, -1.0), 0.0)
+            updates, opt_state = transform.update(step, opt_state)
+            proposal = optax.apply_updates(u, updates) + jnp.where(feasible, -0.25, 0.25) * log_tol
+            inside = usable & (proposal > log_lo) & (proposal < log_hi)
+            # no usable slope (δ = 0 in the pure-ε region, or a flat bound): halve or double b,
+            # or bisect once the bracket is narrower than that
+            halve = jnp.where(feasible, jnp.maximum(mid, u - math.log(2.0)), jnp.minimum(mid, u + math.log(2.0)))
+            proposal = jnp.where(inside, proposal, jnp.where(usable, mid, halve))
+        else:
+            proposal = mid
+        u_next = jnp.where(closed | grow, log_hi, proposal)
+        finished = live & ((closed & hi_ok) | (log_hi > cap))
+        return u_next, log_lo, log_hi, hi_ok, opt_state, it + live.astype(int), done | finished
 
-    u0 = log_hi  # start from the verified feasible end
-    state = (u0, log_lo, log_hi, transform.init(u0), jnp.zeros(u0.shape, int), settled | ((log_hi - log_lo) <= log_tol))
-    state = jax.lax.while_loop(
-        lambda s: (~jnp.all(s[5])) & (jnp.max(s[4]) < cfg.max_iter), body, state
+    u0 = jnp.log(start)
+    log_hi0 = jnp.log(hi0)
+    state = (u0, log_hi0 + math.log(_FLOOR), log_hi0, jnp.zeros(u0.shape, bool), transform.init(u0), jnp.zeros(u0.shape, int), zero_ok)
+    u, log_lo, log_hi, hi_ok, _, iterations, done = jax.lax.while_loop(
+        lambda s: (~jnp.all(s[6])) & (jnp.max(s[5]) < cfg.max_iter), body, state
     )
-    return state[1], state[2], state[4]
+    b = jnp.where(zero_ok, 0.0, jnp.exp(log_hi))
+    converged = zero_ok | (done & hi_ok & ((log_hi - log_lo) <= log_tol))
+    return b, converged, iterations
 
 
 @partial(jax.jit, static_argnums=0)

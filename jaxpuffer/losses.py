@@ -54,6 +54,7 @@ _ROOTS = 4  # grid crossings refined per order
 _PEAKS = 1  # hidden excursions searched per order
 _ROOT_STEPS = 14  # safeguarded Newton steps per crossing
 _GOLDEN_STEPS = 24  # Illinois steps locating a hidden peak (root of the slope)
+_NOISE_ULPS = 32  # sign floor of r − ε, in ulps of |log p_i| + |log p_j| + ε
 
 
 # ----------------------------------------------------------------------------- Gaussian noise
@@ -162,16 +163,21 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     m1_, s1_, m2_, s2_, b_, eps_ = (jax.lax.stop_gradient(t) for t in (m1, s1, m2, s2, b, eps))
     y = jnp.sort(jnp.concatenate([m1_ + s1_ * _CORE, m2_ + s2_ * _CORE, m1_ + b_ * _TAIL, m2_ + b_ * _TAIL]))
 
-    def ratio(x):  # log p1 − log p2 and its slope
+    def ratio(x, with_size=False):  # log p1 − log p2 and its slope (and |log p1| + |log p2|)
         l1, d1 = gauss_laplace_log_pdf(x - m1_, s1_, b_)
         l2, d2 = gauss_laplace_log_pdf(x - m2_, s2_, b_)
-        return l1 - l2, d1 - d2
+        return (l1 - l2, d1 - d2, jnp.abs(l1) + jnp.abs(l2)) if with_size else (l1 - l2, d1 - d2)
 
-    r, dr = ratio(y)
+    r, dr, size = ratio(y, with_size=True)
     signs = jnp.array([1.0, -1.0])  # order 1→2: f = r − ε; order 2→1: f = −r − ε
     f = signs[:, None] * r[None, :] - eps_
     df = signs[:, None] * dr[None, :]
-    pos = f > 0
+    # r is a difference of log densities: below this floor its sign is rounding noise (it matters
+    # where the tail limit of r equals ε, i.e. at b_pure). Such points count as non-positive, and
+    # δ is raised by the floor (a region with 0 < r − ε ≤ floor contributes at most floor).
+    floor = _NOISE_ULPS * jnp.finfo(jnp.float64).eps * (size + jnp.abs(eps_))
+    pos = f > floor[None, :]
+    slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 
     # crossings on the grid, and hidden peaks (slope + → − inside a cell whose ends are ≤ 0)
     cross_idx, cross_ok = jax.vmap(lambda m: _first(m, _ROOTS))(pos[:, :-1] != pos[:, 1:])
@@ -251,7 +257,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
             F_j[p_slice], S_j[p_slice], F_j[q_slice], S_j[q_slice], flank_l[k], flank_r[k], mu_j
         )
         total = total + jnp.sum(jnp.where(hidden[k * _PEAKS : (k + 1) * _PEAKS], jnp.maximum(hid, 0.0), 0.0))
-        out.append(jnp.minimum(total, 1.0))
+        out.append(jnp.minimum(total + slack[k], 1.0))
     return out[0], out[1], resolved
 
 
