@@ -52,8 +52,8 @@ _TAIL = jnp.array([1.0, 2.5, 5.0, 9.0, 15.0, 24.0, 36.0, 48.0])
 _TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])  # b-scaled offsets, 16 points
 _ROOTS = 4  # grid crossings refined per order
 _PEAKS = 1  # hidden excursions searched per order
-_ROOT_STEPS = 14  # safeguarded Newton steps per crossing
-_GOLDEN_STEPS = 24  # Illinois steps locating a hidden peak (root of the slope)
+_ROOT_STEPS = 8  # safeguarded Newton steps per crossing (quadratic from the regula-falsi start)
+_PEAK_STEPS = 16  # Illinois steps locating a hidden peak (root of the slope)
 _NOISE_ULPS = 32  # sign floor of r − ε, in ulps of |log p_i| + |log p_j| + ε
 
 
@@ -131,9 +131,12 @@ def _illinois(fun, a, c, fa, fc, steps):
     return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
 
 
-def _newton_in_bracket(fun_and_slope, a, c, fa, steps):
-    """Root of f in [a, c] (sign change, f(a) = fa) by Newton steps kept inside the bracket."""
+def _newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
+    """Root of f in [a, c] (sign change, f(a) = fa, f(c) = fc) by Newton steps kept inside the
+    bracket, starting from the regula-falsi point."""
     pos_left = fa > 0
+    denom = jnp.where(fc != fa, fc - fa, 1.0)
+    start = jnp.clip(a - fa * (c - a) / denom, jnp.minimum(a, c), jnp.maximum(a, c))
 
     def step(_, state):
         lo, hi, x = state
@@ -144,7 +147,7 @@ def _newton_in_bracket(fun_and_slope, a, c, fa, steps):
         ok = (df != 0) & (x_new >= lo) & (x_new <= hi)  # a converged step sits on an end
         return lo, hi, jnp.where(ok, x_new, 0.5 * (lo + hi))
 
-    _, _, x = jax.lax.fori_loop(0, steps, step, (a, c, 0.5 * (a + c)))
+    _, _, x = jax.lax.fori_loop(0, steps, step, (a, c, start))
     return x
 
 
@@ -190,7 +193,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     pa, pc = y[peak_idx].reshape(-1), y[peak_idx + 1].reshape(-1)
     peak_at = _illinois(
         lambda x: sign_p * ratio(x)[1], pa, pc, df[:, :-1][jnp.arange(2)[:, None], peak_idx].reshape(-1),
-        df[:, 1:][jnp.arange(2)[:, None], peak_idx].reshape(-1), _GOLDEN_STEPS,
+        df[:, 1:][jnp.arange(2)[:, None], peak_idx].reshape(-1), _PEAK_STEPS,
     )
     peak_val = sign_p * ratio(peak_at)[0] - eps_
     hidden = peak_ok.reshape(-1) & (peak_val > 0)
@@ -202,14 +205,17 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     fa_left = f[jnp.arange(2)[:, None], peak_idx].reshape(-1)
     brackets_a = jnp.concatenate([ca, pa, peak_at])
     brackets_c = jnp.concatenate([cc, peak_at, pc])
+    fc_c = f[jnp.arange(2)[:, None], cross_idx + 1].reshape(-1)
+    fc_right = f[jnp.arange(2)[:, None], peak_idx + 1].reshape(-1)
     fa_all = jnp.concatenate([fa_c, fa_left, jnp.where(hidden, peak_val, 1.0)])
+    fc_all = jnp.concatenate([fc_c, jnp.where(hidden, peak_val, 1.0), fc_right])
     sgn = jnp.concatenate([sign_c, sign_p, sign_p])
 
     def f_and_slope(x):
         value, slope = ratio(x)
         return sgn * value - eps_, sgn * slope
 
-    roots = _newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, _ROOT_STEPS)
+    roots = _newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS)
     used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
     roots = jax.lax.stop_gradient(jnp.where(used & jnp.isfinite(roots), roots, y[0]))
     cross = roots[: 2 * _ROOTS].reshape(2, _ROOTS)
