@@ -184,7 +184,11 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
 
     # crossings on the grid, and hidden peaks (slope + → − inside a cell whose ends are ≤ 0)
     cross_idx, cross_ok = jax.vmap(lambda m: _first(m, _ROOTS))(pos[:, :-1] != pos[:, 1:])
-    peak_cells = (df[:, :-1] > 0) & (df[:, 1:] < 0) & ~pos[:, :-1] & ~pos[:, 1:]
+    # a peak candidate: the slope turns from + to − (beyond rounding noise, which flips its sign
+    # where r is flat in the tails), both ends ≤ 0, and |r'| ≤ 2/b lets the cell's max exceed 0
+    slope_floor = 1e-9 / b_
+    reach = 0.5 * (f[:, :-1] + f[:, 1:] + 2.0 * (y[1:] - y[:-1]) / b_)
+    peak_cells = (df[:, :-1] > slope_floor) & (df[:, 1:] < -slope_floor) & ~pos[:, :-1] & ~pos[:, 1:] & (reach > 0)
     peak_idx, peak_ok = jax.vmap(lambda m: _first(m, _PEAKS))(peak_cells)
     n_cross = jnp.sum(pos[:, :-1] != pos[:, 1:], axis=1)
     resolved = (n_cross <= _ROOTS) & (jnp.sum(peak_cells, axis=1) <= _PEAKS)
