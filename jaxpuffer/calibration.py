@@ -163,17 +163,24 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target):
         closed = (log_hi - log_lo) <= log_tol
         # the solver's proposal inside (lo, hi)
         mid = 0.5 * (log_lo + log_hi)
-        if newton:  # Newton on g(u) = log δ − log δ_target through the optax chain
-            g = jnp.log(jnp.maximum(d, 1e-300)) - log_target
+        if newton:
+            # Newton on log δ(u) = log δ_target, or, where that step leaves the bracket, on
+            # δ(u) = δ_target (δ is convex and falls to 0 at b_pure like a power of b_pure − b,
+            # where log δ overshoots); the step goes through the optax chain (trust-region clip).
             slope = dd / jnp.maximum(d, 1e-300)
-            # far on the feasible side δ falls to 0 at a finite b (pure ε, MATH.md §6) and log δ is
-            # too steep for Newton: halve b there instead
+            # far on the feasible side δ falls to 0 at a finite b (pure ε, MATH.md §6): halve there
             usable = (slope < 0) & (d > 0) & ~(feasible & (d < target / 16))
-            step = jnp.where(usable, g / jnp.where(usable, slope, -1.0), 0.0)
+            step_log = (jnp.log(jnp.maximum(d, 1e-300)) - log_target) / jnp.where(usable, slope, -1.0)
+            step_lin = (d - target) / jnp.where(dd < 0, dd, -1.0)
+            nudge = jnp.where(feasible, -0.25, 0.25) * log_tol
+            in_bracket = lambda x: (x > log_lo) & (x < log_hi)  # noqa: E731
+            use_log = usable & in_bracket(u - step_log + nudge)
+            use_lin = usable & ~use_log & (dd < 0) & in_bracket(u - step_lin + nudge)
+            step = jnp.where(use_log, step_log, jnp.where(use_lin, step_lin, 0.0))
             updates, opt_state = transform.update(step, opt_state)
-            proposal = optax.apply_updates(u, updates) + jnp.where(feasible, -0.25, 0.25) * log_tol
-            inside = usable & (proposal > log_lo) & (proposal < log_hi)
-            # no usable slope (δ = 0 in the pure-ε region, or a flat bound): halve or double b,
+            proposal = optax.apply_updates(u, updates) + nudge
+            inside = (use_log | use_lin) & in_bracket(proposal)
+            # no usable step (δ = 0 in the pure-ε region, or a flat bound): halve or double b,
             # or bisect once the bracket is narrower than that
             halve = jnp.where(feasible, jnp.maximum(mid, u - math.log(2.0)), jnp.minimum(mid, u + math.log(2.0)))
             proposal = jnp.where(inside, proposal, jnp.where(usable, mid, halve))
