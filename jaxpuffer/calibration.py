@@ -52,6 +52,8 @@ GAUSSIAN_NOISE_LEVELS = ("coupling", "exact")
 _ROUND_UP = 1.0 + 2.0**-49
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _MAX_DOUBLINGS = 80
+_FIRST_PASS = 20  # optax iterations for the whole batch; slower pairs are re-solved compacted
+_LEFTOVER_BUCKET = 256
 
 
 class Calibration(NamedTuple):
@@ -275,28 +277,55 @@ def _progress(done: int, total: int) -> None:
     sys.stderr.flush()
 
 
+def _bucket(m: int, cap: int) -> int:
+    """Padded batch size for m pairs: a power of two ≥ 64, at most ``cap`` (few compiled shapes)."""
+    return min(cap, max(64, 1 << (m - 1).bit_length()))
+
+
+def _pad_take(arrays, idx: np.ndarray, size: int):
+    """Gather ``idx`` from each array, padded to ``size`` by repeating the first index."""
+    if idx.size < size:
+        idx = np.concatenate([idx, np.full(size - idx.size, idx[0])])
+    return [a[idx] for a in arrays]
+
+
+def _solve_concrete(cfg, arrays, eps, target):
+    """Search on concrete arrays: a first pass capped at ``_FIRST_PASS`` iterations over everything,
+    then the few unfinished pairs again, compacted into small buckets, with the full cap."""
+    first = cfg._replace(max_iter=min(cfg.max_iter, _FIRST_PASS)) if cfg.solver == "optax" else cfg
+    b, conv, iters = (np.array(x) for x in _search_jit(first, *arrays, eps, target))
+    left = np.nonzero(~conv)[0]
+    if first is not cfg and left.size:
+        size = _bucket(left.size, _LEFTOVER_BUCKET)
+        for start in range(0, left.size, size):
+            idx = left[start : start + size]
+            b2, c2, i2 = _search_jit(cfg, *_pad_take(arrays, idx, size), eps, target)
+            b[idx], conv[idx] = np.asarray(b2)[: idx.size], np.asarray(c2)[: idx.size]
+            iters[idx] = first.max_iter + np.asarray(i2)[: idx.size]
+    return b, conv, iters
+
+
 def _chunked_root(cfg, d_mu, s1, s2, eps, target, chunk_size, progress):
-    """Run the per-pair search over flat arrays in fixed-size chunks (the last one padded, so one
-    compiled shape serves all). Concrete inputs: the jitted search, with its diagnostics. Traced
-    inputs (jax.grad, jit, vmap of calibrate): the implicit-gradient root; diagnostics are None.
+    """The per-pair search over flat arrays, in chunks of bounded size padded to a few compiled
+    shapes. Concrete inputs: :func:`_solve_concrete`, with diagnostics. Traced inputs (jax.grad,
+    jit or vmap around calibrate): the implicit-gradient root; diagnostics are then None.
     """
     n = d_mu.shape[0]
-    size = n if chunk_size is None else min(chunk_size, n)
+    cap = n if chunk_size is None else chunk_size
     concrete = all(_validate.is_concrete(v) for v in (d_mu, s1, s2, eps, target))
     parts, converged, iterations = [], True, 0
-    for start in range(0, n, size):
-        stop = min(start + size, n)
-        pad = size - (stop - start)
-        take = [jnp.concatenate([a[start:stop], jnp.repeat(a[start:start + 1], pad)]) if pad else a[start:stop] for a in (d_mu, s1, s2)]
+    for start in range(0, n, cap):
+        idx = np.arange(start, min(start + cap, n))
+        take = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, cap))
         if concrete:
-            b, conv, iters = _search_jit(cfg, *take, eps, target)
-            converged = converged and bool(jnp.all(conv[: stop - start]))
-            iterations = max(iterations, int(jnp.max(iters)))
+            b, conv, iters = _solve_concrete(cfg, take, eps, target)
+            converged = converged and bool(conv[: idx.size].all())
+            iterations = max(iterations, int(iters[: idx.size].max()))
+            parts.append(jnp.asarray(b[: idx.size]))
         else:
-            b = _root(cfg, *take, eps, target)
-        parts.append(b[: stop - start])
+            parts.append(_root(cfg, *take, eps, target)[: idx.size])
         if progress:
-            _progress(stop, n)
+            _progress(int(idx[-1]) + 1, n)
     if not concrete:
         converged, iterations = None, None
     return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), converged, iterations
