@@ -91,12 +91,13 @@ class Calibration(NamedTuple):
 
 
 class _Config(NamedTuple):
+    """Static search settings (one compiled search per distinct value)."""
+
     level: str
     noise: str
     symmetric: bool
     solver: str
     rtol: float
-    max_iter: int
 
 
 # ----------------------------------------------------------------------------- per-pair search
@@ -127,7 +128,7 @@ def _initial_bracket(cfg: _Config, d_mu, s1, s2, eps, target):
     return hi, start
 
 
-def _search(cfg: _Config, d_mu, s1, s2, eps, target):
+def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter):
     """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs.
 
     One ``lax.while_loop``; each iteration evaluates δ once per pair (with its slope for the optax
@@ -196,7 +197,7 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target):
     log_hi0 = jnp.log(hi0)
     state = (u0, log_hi0 + math.log(_FLOOR), log_hi0, jnp.zeros(u0.shape, bool), transform.init(u0), jnp.zeros(u0.shape, int), zero_ok)
     u, log_lo, log_hi, hi_ok, _, iterations, done = jax.lax.while_loop(
-        lambda s: (~jnp.all(s[6])) & (jnp.max(s[5]) < cfg.max_iter), body, state
+        lambda s: (~jnp.all(s[6])) & (jnp.max(s[5]) < max_iter), body, state
     )
     b = jnp.where(zero_ok, 0.0, jnp.exp(log_hi))
     converged = zero_ok | (done & hi_ok & ((log_hi - log_lo) <= log_tol))
@@ -204,20 +205,20 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target):
 
 
 @partial(jax.jit, static_argnums=0)
-def _search_jit(cfg, d_mu, s1, s2, eps, target):
-    return _search(cfg, d_mu, s1, s2, eps, target)
+def _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter):
+    return _search(cfg, d_mu, s1, s2, eps, target, max_iter)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(0,))
-def _root(cfg, d_mu, s1, s2, eps, target):
+@partial(jax.custom_jvp, nondiff_argnums=(0, 6))
+def _root(cfg, d_mu, s1, s2, eps, target, max_iter):
     """The per-pair calibrated scale; differentiable by the implicit function theorem."""
-    return _search_jit(cfg, d_mu, s1, s2, eps, target)[0]
+    return _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter)[0]
 
 
 @_root.defjvp
-def _root_jvp(cfg, primals, tangents):
+def _root_jvp(cfg, max_iter, primals, tangents):
     d_mu, s1, s2, eps, target = primals
-    b = _root(cfg, *primals)
+    b = _root(cfg, *primals, max_iter)
     # δ(b(θ); θ) = δ_target  ⇒  db = (dδ_target − ∂_θ δ · dθ) / ∂_b δ
     b_pos = jnp.where(b > 0, b, 1.0)
     _, d_theta = jax.jvp(lambda *p: _delta(cfg, b_pos, *p), (d_mu, s1, s2, eps), tuple(tangents[:4]))
@@ -289,23 +290,23 @@ def _pad_take(arrays, idx: np.ndarray, size: int):
     return [a[idx] for a in arrays]
 
 
-def _solve_concrete(cfg, arrays, eps, target):
+def _solve_concrete(cfg, arrays, eps, target, max_iter):
     """Search on concrete arrays: a first pass capped at ``_FIRST_PASS`` iterations over everything,
     then the few unfinished pairs again, compacted into small buckets, with the full cap."""
-    first = cfg._replace(max_iter=min(cfg.max_iter, _FIRST_PASS)) if cfg.solver == "optax" else cfg
-    b, conv, iters = (np.array(x) for x in _search_jit(first, *arrays, eps, target))
+    first = min(max_iter, _FIRST_PASS) if cfg.solver == "optax" else max_iter
+    b, conv, iters = (np.array(x) for x in _search_jit(cfg, *arrays, eps, target, first))
     left = np.nonzero(~conv)[0]
-    if first is not cfg and left.size:
+    if first < max_iter and left.size:
         size = _bucket(left.size, _LEFTOVER_BUCKET)
         for start in range(0, left.size, size):
             idx = left[start : start + size]
-            b2, c2, i2 = _search_jit(cfg, *_pad_take(arrays, idx, size), eps, target)
+            b2, c2, i2 = _search_jit(cfg, *_pad_take(arrays, idx, size), eps, target, max_iter)
             b[idx], conv[idx] = np.asarray(b2)[: idx.size], np.asarray(c2)[: idx.size]
-            iters[idx] = first.max_iter + np.asarray(i2)[: idx.size]
+            iters[idx] = first + np.asarray(i2)[: idx.size]
     return b, conv, iters
 
 
-def _chunked_root(cfg, d_mu, s1, s2, eps, target, chunk_size, progress):
+def _chunked_root(cfg, d_mu, s1, s2, eps, target, max_iter, chunk_size, progress):
     """The per-pair search over flat arrays, in chunks of bounded size padded to a few compiled
     shapes. Concrete inputs: :func:`_solve_concrete`, with diagnostics. Traced inputs (jax.grad,
     jit or vmap around calibrate): the implicit-gradient root; diagnostics are then None.
@@ -318,12 +319,12 @@ def _chunked_root(cfg, d_mu, s1, s2, eps, target, chunk_size, progress):
         idx = np.arange(start, min(start + cap, n))
         take = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, cap))
         if concrete:
-            b, conv, iters = _solve_concrete(cfg, take, eps, target)
+            b, conv, iters = _solve_concrete(cfg, take, eps, target, max_iter)
             converged = converged and bool(conv[: idx.size].all())
             iterations = max(iterations, int(iters[: idx.size].max()))
             parts.append(jnp.asarray(b[: idx.size]))
         else:
-            parts.append(_root(cfg, *take, eps, target)[: idx.size])
+            parts.append(_root(cfg, *take, eps, target, max_iter)[: idx.size])
         if progress:
             _progress(int(idx[-1]) + 1, n)
     if not concrete:
@@ -390,8 +391,8 @@ def calibrate(
         per_pair, scale, _ = _theorem_level(d_mu, s1 - s2, eps, delta, tau)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
-        cfg = _Config(level, noise, pairs.symmetric, solver, float(rtol), int(max_iter))
-        per_pair, converged, iterations = _chunked_root(cfg, d_mu, s1, s2, eps, delta, chunk_size, progress)
+        cfg = _Config(level, noise, pairs.symmetric, solver, float(rtol))
+        per_pair, converged, iterations = _chunked_root(cfg, d_mu, s1, s2, eps, delta, int(max_iter), chunk_size, progress)
         scale = jnp.max(per_pair)
         solver_name = solver
     per_pair = per_pair.reshape(shape)

@@ -77,20 +77,56 @@ def _standardize(z, sigma, b):
     return point, jnp.where(point, 0.0, z / sig), jnp.where(point, 0.0, sig / b)
 
 
-def gauss_laplace_log_pdf(z, sigma, b):
-    """log p(z) and its slope d log p / dz for N(0, σ²) ⊛ Laplace(b).
+def _log_mass_term(u, v):
+    """G(u, v) = v²/2 + log Φ(u − v) = T(u, v) + uv, without cancellation:
+    x = u − v ≥ 0: v²/2 + log Φ(x); x < 0: u(v − u/2) + M(x)  (since v²/2 − x²/2 = u(v − u/2))."""
+    x = u - v
+    e = safe_erfcx(jnp.abs(x) * _SQRT_HALF)
+    neg = x < 0
+    u_n, v_n = jnp.where(neg, u, 0.0), jnp.where(neg, v, 0.0)
+    x_p, v_p = jnp.where(neg, 0.0, x), jnp.where(neg, 0.0, v)
+    return jnp.where(
+        neg,
+        u_n * (v_n - 0.5 * u_n) + jnp.log(0.5 * e),
+        0.5 * v_p**2 + jnp.log1p(-0.5 * e * jnp.exp(-0.5 * x_p**2)),
+    )
 
-    The slope is ψ = tanh((T(−u, v) − T(u, v))/2)/b: the posterior-weighted mean of the Laplace
-    kernel's log-derivative ±1/b, so |ψ| ≤ 1/b. σ = 0: −|z|/b − log 2b and −sign(z)/b.
-    """
+
+def _tail_normalized(z, sigma, b):
+    """(R, L, slope) for N(0, σ²) ⊛ Laplace(b) at z: R = log p + z/b, L = log p − z/b and
+    d log p/dz. R is bounded in the right tail, L in the left one (both → σ²/2b² − log 2b), so
+    differences of log densities formed from them keep full precision far out in the tails.
+    log p = −log 2b + logaddexp(G(u, v) − z/b, G(−u, v) + z/b); slope = tanh((t_b − t_a)/2)/b."""
     point, u, v = _standardize(z, sigma, b)
-    t_a, t_b = _log_tail_term(u, v), _log_tail_term(-u, v)
-    log_p = jnp.logaddexp(t_a, t_b) - jnp.log(2.0 * b)
-    slope = jnp.tanh(0.5 * (t_b - t_a)) / b
+    zb = z / b
+    g_a, g_b = _log_mass_term(u, v), _log_mass_term(-u, v)
+    log_2b = jnp.log(2.0 * b)
+    right = jnp.logaddexp(g_a, g_b + 2.0 * zb) - log_2b
+    left = jnp.logaddexp(g_a - 2.0 * zb, g_b) - log_2b
+    slope = jnp.tanh(0.5 * (g_b - g_a) + zb) / b
+    abs_zb = jnp.abs(zb)
     return (
-        jnp.where(point, -jnp.abs(z) / b - jnp.log(2.0 * b), log_p),
+        jnp.where(point, zb - abs_zb - log_2b, right),
+        jnp.where(point, -zb - abs_zb - log_2b, left),
         jnp.where(point, -jnp.sign(z) / b, slope),
     )
+
+
+def laplace_log_ratio(y, m1, s1, m2, s2, b):
+    """r(y) = log p_1(y) − log p_2(y) for N(m_k, s_k²) ⊛ Laplace(b), its slope, and the size of
+    the terms it was formed from (for a rounding-noise floor on its sign).
+
+    Right of the midpoint of the means r = R_1 − R_2 + (m1 − m2)/b, left of it
+    r = L_1 − L_2 − (m1 − m2)/b: the ±y/b parts cancel analytically, so r is accurate to a few
+    ulps of |R_1| + |R_2| + |m1 − m2|/b even where y/b is large.
+    """
+    r1, l1, d1 = _tail_normalized(y - m1, s1, b)
+    r2, l2, d2 = _tail_normalized(y - m2, s2, b)
+    shift = (m1 - m2) / b
+    right = y >= 0.5 * (m1 + m2)
+    ratio = jnp.where(right, r1 - r2 + shift, l1 - l2 - shift)
+    size = jnp.where(right, jnp.abs(r1) + jnp.abs(r2), jnp.abs(l1) + jnp.abs(l2)) + jnp.abs(shift)
+    return ratio, d1 - d2, size
 
 
 def gauss_laplace(z, sigma, b):

@@ -89,3 +89,86 @@ def exact_delta_gaussian_quad(mu1, s1, mu2, s2, theta, eps):
         pts = np.linspace(float(min(ma, mb) - span), float(max(ma, mb) + span), 41)
         out.append(float(mp.quad(f, [mp.ninf] + [mp.mpf(p) for p in pts] + [mp.inf])))
     return max(out)
+
+
+# --------------------------------------------------------------------------- scipy float64 references
+from scipy import integrate, optimize, stats  # noqa: E402
+
+
+def _parts_np(y, mu, s, b):
+    """log p, F, S of N(mu, s²) ⊛ Laplace(b) with scipy (the direct form of MATH.md §6)."""
+    z = np.asarray(y, dtype=float) - mu
+    if s == 0:
+        half = 0.5 * np.exp(-np.abs(z) / b)
+        return -np.abs(z) / b - np.log(2 * b), np.where(z < 0, half, 1 - half), np.where(z < 0, 1 - half, half)
+    u, v = z / s, s / b
+    la = v * v / 2 - z / b + special.log_ndtr(u - v)
+    lb = v * v / 2 + z / b + special.log_ndtr(-u - v)
+    logp = np.logaddexp(la, lb) - np.log(2 * b)
+    F = special.ndtr(u) - 0.5 * np.exp(la) + 0.5 * np.exp(lb)
+    S = special.ndtr(-u) + 0.5 * np.exp(la) - 0.5 * np.exp(lb)
+    return logp, F, S
+
+
+def _one_order_scipy(mu1, s1, mu2, s2, b, eps, points=8001):
+    width = 16 * max(s1, s2) + 60 * b
+    grid = np.linspace(min(mu1, mu2) - width, max(mu1, mu2) + width, points)
+    grid = np.unique(np.concatenate([grid, [mu1, mu2], mu1 + s1 * np.linspace(-3, 3, 61), mu2 + s2 * np.linspace(-3, 3, 61)]))
+
+    def r(x):
+        return _parts_np(x, mu1, s1, b)[0] - _parts_np(x, mu2, s2, b)[0] - eps
+
+    f = r(grid)
+    pos = f > 0
+    cuts = [optimize.brentq(r, grid[k], grid[k + 1], xtol=1e-15, rtol=1e-15) for k in np.nonzero(pos[:-1] != pos[1:])[0]]
+    edges = [-np.inf] + cuts + [np.inf]
+    inside = [bool(pos[0])]
+    for _ in cuts:
+        inside.append(not inside[-1])
+    total = 0.0
+    for (a, c), keep in zip(zip(edges[:-1], edges[1:]), inside):
+        if not keep:
+            continue
+        for mu, s, w in ((mu1, s1, 1.0), (mu2, s2, -np.exp(eps))):
+            if a == -np.inf and c == np.inf:
+                m = 1.0
+            elif a == -np.inf:
+                m = _parts_np(c, mu, s, b)[1]
+            elif c == np.inf:
+                m = _parts_np(a, mu, s, b)[2]
+            elif c <= mu:
+                m = _parts_np(c, mu, s, b)[1] - _parts_np(a, mu, s, b)[1]
+            else:
+                m = _parts_np(a, mu, s, b)[2] - _parts_np(c, mu, s, b)[2]
+            total += w * float(m)
+    return max(total, 0.0)
+
+
+def exact_delta_laplace_scipy(mu1, s1, mu2, s2, b, eps, symmetric=True):
+    """Exact δ with scipy in float64: dense scan (8,001 points), brentq crossings, CDF masses."""
+    if b == 0:
+        raise ValueError("b must be > 0 here")
+    d = _one_order_scipy(mu1, s1, mu2, s2, b, eps)
+    return max(d, _one_order_scipy(mu2, s2, mu1, s1, b, eps)) if symmetric else d
+
+
+def exact_delta_laplace_quad(mu1, s1, mu2, s2, b, eps):
+    """Exact δ by scipy.integrate.quad of [p1 − e^ε p2]_+ (one order), split at the scan crossings."""
+    width = 16 * max(s1, s2) + 60 * b
+    grid = np.linspace(min(mu1, mu2) - width, max(mu1, mu2) + width, 4001)
+
+    def g(x):
+        return max(np.exp(_parts_np(x, mu1, s1, b)[0]) - np.exp(eps) * np.exp(_parts_np(x, mu2, s2, b)[0]), 0.0)
+
+    pts = np.concatenate([[-np.inf], grid[::200], [np.inf]])
+    return sum(integrate.quad(g, a, c, limit=200, epsabs=1e-15, epsrel=1e-12)[0] for a, c in zip(pts[:-1], pts[1:]))
+
+
+def coupling_laplace_quad(d_mu, d_sigma, b, eps):
+    """(35) by scipy quad: E[(1 − e^{ε − |W|/b})_+] for W ~ N(Δμ, Δσ²)."""
+    s = abs(d_sigma)
+    if s == 0:
+        return max(0.0, 1 - np.exp(eps - abs(d_mu) / b))
+    h = lambda w: (1 - np.exp(eps - abs(w) / b)) * stats.norm.pdf(w, d_mu, s)  # noqa: E731
+    c = eps * b
+    return integrate.quad(h, c, np.inf, epsabs=1e-15, epsrel=1e-12)[0] + integrate.quad(h, -np.inf, -c, epsabs=1e-15, epsrel=1e-12)[0]

@@ -1,8 +1,10 @@
 import pathlib
+import sys
 
 import jaxpuffer  # noqa: F401  (enables float64 before any test builds arrays)
 import pytest
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/_reference.py
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
 
 

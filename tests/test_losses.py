@@ -1,0 +1,192 @@
+"""Privacy-loss levels at a given noise scale against independent references (mpmath, scipy)."""
+import jax
+import numpy as np
+import pytest
+import scipy.stats
+from _reference import (
+    coupling_laplace_quad,
+    exact_delta_gaussian_quad,
+    exact_delta_laplace,
+    exact_delta_laplace_quad,
+    exact_delta_laplace_scipy,
+)
+
+import jaxpuffer as jp
+
+# (μ_i, σ_i, μ_j, σ_j, ε): σ ratios 1 to 100, point masses, mixed point mass / Gaussian
+PAIRS = [
+    (0.0, 1.0, 1.0, 2.0, 1.0),
+    (0.0, 1.0, 0.0, 3.0, 0.5),
+    (2.0, 1.0, 0.0, 1.0, 1.0),
+    (0.0, 1.0, 0.0, 100.0, 1.0),
+    (0.0, 0.05, 3.0, 5.0, 2.0),
+    (0.0, 0.0, 1.0, 0.0, 1.0),
+    (0.0, 0.0, 0.5, 1.0, 0.7),
+]
+TARGETS = [0.5, 1e-3, 1e-6, 1e-12]
+
+
+def gauss_pair(mi, si, mj, sj):
+    return jp.PairSet(jp.Gaussian(mi, si), jp.Gaussian(mj, sj))
+
+
+@pytest.fixture(scope="module")
+def scales():
+    """For every (pair, target) the exact-level scale, so δ spans 0.5 down to 1e-12."""
+    out = {}
+    for k, (mi, si, mj, sj, eps) in enumerate(PAIRS):
+        for t in TARGETS:
+            out[k, t] = float(jp.calibrate(gauss_pair(mi, si, mj, sj), eps, t, level="exact").scale)
+    return out
+
+
+@pytest.mark.parametrize("k", range(len(PAIRS)))
+@pytest.mark.parametrize("target", TARGETS)
+def test_exact_laplace_matches_mpmath(scales, k, target):
+    mi, si, mj, sj, eps = PAIRS[k]
+    b = scales[k, target] or 0.05  # b = 0 (no noise needed): check a small scale instead
+    ours = float(jp.delta_exact(gauss_pair(mi, si, mj, sj), b, eps))
+    ref = exact_delta_laplace(mi, si, mj, sj, b, eps)  # mpmath, 40 digits
+    assert ours == pytest.approx(ref, rel=1e-6, abs=1e-13)
+
+
+def test_exact_identical_priors_is_zero():
+    for s in (0.0, 0.3, 10.0):
+        assert float(jp.delta_exact(gauss_pair(1.0, s, 1.0, s), 0.7, 0.5)) == 0.0
+
+
+def test_references_agree_with_each_other():
+    # the mpmath reference against scipy quad of the integrand itself (no CDFs)
+    for mi, si, mj, sj, eps, b in [(0, 1, 1, 2, 1, 1.2596), (0, 1, 0, 3, 0.5, 2.7798), (0, 0.3, 0.5, 1, 0.7, 0.6)]:
+        mp_val = exact_delta_laplace(mi, si, mj, sj, b, eps)
+        quad = max(exact_delta_laplace_quad(mi, si, mj, sj, b, eps), exact_delta_laplace_quad(mj, sj, mi, si, b, eps))
+        assert quad == pytest.approx(mp_val, rel=1e-8)
+
+
+def test_exact_math_md_table():
+    # MATH.md §6: at the tabulated L0 scales δ_exact is the target (4-decimal scales)
+    for (mi, si, mj, sj, eps, delta, b) in [(0, 1, 1, 2, 1, 0.05, 1.2596), (0, 1, 1, 2, 1, 1e-5, 1.8216), (0, 1, 0, 3, 0.5, 1e-3, 2.7798), (2, 1, 0, 1, 1, 1e-3, 1.9857)]:
+        got = float(jp.delta_exact(gauss_pair(mi, si, mj, sj), b, eps))
+        assert got == pytest.approx(delta, rel=0.03)
+
+
+def test_exact_batched_matches_scipy_on_random_pairs():
+    rng = np.random.default_rng(7)
+    n = 60
+    mi, mj = rng.normal(0, 2, n), rng.normal(0, 2, n)
+    si, sj = rng.uniform(0, 3, n) * (rng.uniform(size=n) > 0.1), rng.uniform(0.01, 3, n)
+    b, eps = rng.uniform(0.2, 4, n), rng.uniform(0.1, 2, n)
+    ours = np.asarray(jp.delta_exact(jp.PairSet(jp.Gaussian(mi, si), jp.Gaussian(mj, sj)), b, eps))
+    ref = np.array([exact_delta_laplace_scipy(*row) for row in zip(mi, si, mj, sj, b, eps)])
+    np.testing.assert_allclose(ours, ref, rtol=1e-7, atol=1e-13)
+
+
+def test_exact_asymmetric_pairs_report_one_order():
+    sym = gauss_pair(0.0, 1.0, 0.0, 3.0)
+    one = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.0, 3.0), symmetric=False)
+    rev = jp.PairSet(jp.Gaussian(0.0, 3.0), jp.Gaussian(0.0, 1.0), symmetric=False)
+    d_one, d_rev, d_sym = (float(jp.delta_exact(p, 2.0, 0.5)) for p in (one, rev, sym))
+    assert d_sym == max(d_one, d_rev) and d_one != d_rev
+    assert d_one == pytest.approx(exact_delta_laplace(0, 1, 0, 3, 2.0, 0.5, symmetric=False), rel=1e-9)
+
+
+def test_zero_scale_is_the_priors_own_hockey_stick():
+    # b = 0: ∫[g_i − e^ε g_j]_+ of the priors (scipy quad), and 1 for distinct point masses
+    pairs = gauss_pair(0.0, 1.0, 0.5, 1.5)
+    ref = max(
+        scipy.integrate.quad(lambda y: max(scipy.stats.norm.pdf(y, a, s) - np.exp(0.3) * scipy.stats.norm.pdf(y, c, t), 0), -30, 30, limit=200)[0]
+        for a, s, c, t in ((0.0, 1.0, 0.5, 1.5), (0.5, 1.5, 0.0, 1.0))
+    )
+    assert float(jp.delta_exact(pairs, 0.0, 0.3)) == pytest.approx(ref, rel=1e-7)
+    assert float(jp.delta_exact(gauss_pair(0.0, 0.0, 1.0, 0.0), 0.0, 1.0)) == 1.0
+
+
+@pytest.mark.parametrize("mi,si,mj,sj,theta,eps", [(0, 1, 1, 2, 1.5, 1.0), (0, 0, 1, 0, 2.0, 0.5), (0, 1, 0, 3, 2.0, 0.5), (0, 0.1, 0, 10, 30.0, 1.0), (3, 1, 0, 1, 4.0, 1.0)])
+def test_exact_gaussian_noise_matches_mpmath_quad(mi, si, mj, sj, theta, eps):
+    ours = float(jp.delta_exact(gauss_pair(mi, si, mj, sj), theta, eps, noise="gaussian"))
+    assert ours == pytest.approx(exact_delta_gaussian_quad(mi, si, mj, sj, theta, eps), rel=1e-9, abs=1e-15)
+
+
+def test_gaussian_noise_point_masses_are_the_analytic_gaussian_mechanism():
+    # Balle & Wang 2018, Theorem 8: δ = Φ(Δ/2θ − εθ/Δ) − e^ε Φ(−Δ/2θ − εθ/Δ)
+    for delta_, theta, eps in [(1.0, 1.0, 1.0), (2.0, 3.0, 0.5), (1.0, 5.0, 0.1)]:
+        ref = scipy.stats.norm.cdf(delta_ / (2 * theta) - eps * theta / delta_) - np.exp(eps) * scipy.stats.norm.cdf(-delta_ / (2 * theta) - eps * theta / delta_)
+        got = float(jp.delta_exact(gauss_pair(0.0, 0.0, delta_, 0.0), theta, eps, noise="gaussian"))
+        assert got == pytest.approx(ref, rel=1e-10)
+
+
+@pytest.mark.parametrize("d_mu,d_sigma,b,eps", [(-1, -1, 1.8251, 1.0), (0, -2, 9.6744, 0.5), (2, 0, 1.998, 1.0), (0.3, 1.5, 0.4, 2.0), (5, 40, 3.0, 1.0)])
+def test_coupling_closed_form_and_quadrature_against_scipy(d_mu, d_sigma, b, eps):
+    pairs = gauss_pair(d_mu, 1.0 + max(d_sigma, 0), 0.0, 1.0 + max(-d_sigma, 0))
+    ref = coupling_laplace_quad(d_mu, d_sigma, b, eps)
+    assert float(jp.delta_coupling(pairs, b, eps)) == pytest.approx(ref, rel=1e-9, abs=1e-15)
+    assert float(jp.delta_coupling(pairs, b, eps, method="quadrature")) == pytest.approx(ref, rel=1e-6, abs=1e-14)
+
+
+def test_coupling_monte_carlo_interval_covers_closed_form():
+    pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 2.0], 1.0), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 1.0]))
+    b = np.array([1.8251, 9.6744, 1.998])
+    eps = np.array([1.0, 0.5, 1.0])
+    closed = np.asarray(jp.delta_coupling(pairs, b, eps))
+    est, upper = jp.delta_coupling(pairs, b, eps, method="monte_carlo", key=jax.random.PRNGKey(3), num_samples=400_000)
+    assert np.all(np.asarray(upper) >= closed) and np.all(np.asarray(est) <= np.asarray(upper))
+    np.testing.assert_allclose(est, closed, rtol=0.05, atol=2e-4)
+
+
+def test_gaussian_noise_coupling_bounds_exact():
+    pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 1.0], [1.0, 0.5, 0.0]), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 0.0]))
+    exact = np.asarray(jp.delta_exact(pairs, 2.0, 1.0, noise="gaussian"))
+    coupling = np.asarray(jp.delta_coupling(pairs, 2.0, 1.0, noise="gaussian", method="quadrature"))
+    assert np.all(exact <= coupling + 1e-12)
+    assert coupling[2] == pytest.approx(exact[2], rel=1e-9)  # point masses: the coupling is exact
+
+
+def test_indicator_and_theorem_levels_against_scipy():
+    pairs = gauss_pair(0.0, 1.0, 1.0, 2.0)
+    ref = scipy.stats.norm.sf(1.0 * 2.6462, -1, 1) + scipy.stats.norm.cdf(-1.0 * 2.6462, -1, 1)
+    assert float(jp.delta_indicator(pairs, 2.6462, 1.0)) == pytest.approx(ref, rel=1e-12)
+    assert float(jp.delta_theorem(pairs, 2.96, 1.0)) == pytest.approx(2 * scipy.stats.norm.sf(1.96), rel=1e-12)
+
+
+def test_levels_are_ordered_at_a_fixed_scale():
+    rng = np.random.default_rng(11)
+    n = 64
+    pairs = jp.PairSet(jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0, 3, n)), jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0, 3, n)))
+    b = rng.uniform(0.3, 6, n)
+    levels = [jp.delta_exact(pairs, b, 1.0), jp.delta_coupling(pairs, b, 1.0), jp.delta_indicator(pairs, b, 1.0), jp.delta_theorem(pairs, b, 1.0)]
+    levels = [np.asarray(x) for x in levels]
+    for lower, upper in zip(levels[:-1], levels[1:]):
+        assert np.all(lower <= upper + 1e-13)
+
+
+def test_exact_gradient_in_scale_and_parameters():
+    def f(b, mu, s):
+        return jp.delta_exact(jp.PairSet(jp.Gaussian(mu, s), jp.Gaussian(0.0, 2.0)), b, 1.0)
+
+    args = (1.3, 0.8, 0.6)
+    grads = jax.grad(f, argnums=(0, 1, 2))(*args)
+    for k in range(3):
+        h = 1e-6
+        up, down = list(args), list(args)
+        up[k] += h
+        down[k] -= h
+        fd = (float(f(*up)) - float(f(*down))) / (2 * h)
+        assert float(grads[k]) == pytest.approx(fd, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    "call,name",
+    [
+        (lambda p: jp.delta_exact(p, -1.0, 1.0), "scale"),
+        (lambda p: jp.delta_exact(p, 1.0, 0.0), "eps"),
+        (lambda p: jp.delta_exact(p, 1.0, 1.0, noise="cauchy"), "noise"),
+        (lambda p: jp.delta_coupling(p, 1.0, 1.0, method="magic"), "method"),
+        (lambda p: jp.delta_coupling(p, 1.0, 1.0, method="monte_carlo"), "key"),
+        (lambda p: jp.delta_coupling(p, 1.0, 1.0, noise="gaussian"), "closed"),
+        (lambda p: jp.delta_indicator(p, float("nan"), 1.0), "scale"),
+        (lambda p: jp.delta_exact(p, np.ones(3), 1.0), "shapes"),
+    ],
+)
+def test_bad_input(call, name):
+    with pytest.raises(ValueError, match=name):
+        call(jp.PairSet(jp.Gaussian([0.0, 1.0], 1.0), jp.Gaussian(0.0, 2.0)))
