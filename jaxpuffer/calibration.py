@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import sys
+import warnings
 from functools import partial
 from typing import Any, NamedTuple
 
@@ -63,8 +64,9 @@ class Calibration(NamedTuple):
       scale: the noise scale to use: Laplace b or Gaussian std θ, the max over pairs and priors.
       per_pair: the smallest feasible scale for each pair, shape ``pairs.batch_shape``.
       binding: index (tuple) into ``per_pair`` of the pair that sets ``scale``.
-      delta_achieved: the exact δ (L0) at ``scale``, max over pairs and orders (None when
-        calibrate runs under a JAX transformation such as ``grad``).
+      delta_achieved: the exact δ (L0) at ``scale``, max over pairs and orders — for very large
+        pair sets a certified upper bound on it (see :func:`_max_exact_delta`); None when
+        calibrate runs under a JAX transformation such as ``grad``.
       level, noise, solver: how the scale was obtained.
       eps, delta: the target.
       converged: whether every per-pair search closed its bracket to ``rtol`` (closed forms: True;
@@ -95,7 +97,6 @@ class _Config(NamedTuple):
 
     level: str
     noise: str
-    symmetric: bool
     solver: str
     rtol: float
 
@@ -103,14 +104,14 @@ class _Config(NamedTuple):
 # ----------------------------------------------------------------------------- per-pair search
 
 
-def _delta(cfg: _Config, b, d_mu, s1, s2, eps):
-    return pair_delta(cfg.level, cfg.noise, d_mu, s1, s2, b, eps, cfg.symmetric)
+def _delta(cfg: _Config, symmetric, b, d_mu, s1, s2, eps):
+    return pair_delta(cfg.level, cfg.noise, d_mu, s1, s2, b, eps, symmetric)
 
 
-def _delta_at_zero(cfg: _Config, d_mu, s1, s2, eps):
+def _delta_at_zero(cfg: _Config, symmetric, d_mu, s1, s2, eps):
     if cfg.level == "exact":
         fwd = _prior_hockey_stick(d_mu, s1, s2, eps)
-        return jnp.maximum(fwd, _prior_hockey_stick(-d_mu, s2, s1, eps)) if cfg.symmetric else fwd
+        return jnp.where(symmetric, jnp.maximum(fwd, _prior_hockey_stick(-d_mu, s2, s1, eps)), fwd)
     return jnp.where((d_mu == 0) & (s1 == s2), 0.0, 1.0)
 
 
@@ -128,7 +129,7 @@ def _initial_bracket(cfg: _Config, d_mu, s1, s2, eps, target):
     return hi, start
 
 
-def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter):
+def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter, symmetric):
     """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs.
 
     One ``lax.while_loop``; each iteration evaluates δ once per pair (with its slope for the optax
@@ -140,8 +141,8 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter):
     else the solver's proposal inside (lo, hi). A pair is done when its bracket is closed
     (hi/lo − 1 ≤ rtol) with ``hi`` verified, or when δ(0) ≤ target (answer 0).
     """
-    f = partial(_delta, cfg)
-    zero_ok = _delta_at_zero(cfg, d_mu, s1, s2, eps) <= target
+    f = partial(_delta, cfg, symmetric)
+    zero_ok = _delta_at_zero(cfg, symmetric, d_mu, s1, s2, eps) <= target
     hi0, start = _initial_bracket(cfg, d_mu, s1, s2, eps, target)
     log_tol = math.log1p(cfg.rtol)
     log_target = jnp.log(target)
@@ -205,57 +206,65 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter):
 
 
 @partial(jax.jit, static_argnums=0)
-def _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter):
-    return _search(cfg, d_mu, s1, s2, eps, target, max_iter)
+def _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric):
+    return _search(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(0, 6))
-def _root(cfg, d_mu, s1, s2, eps, target, max_iter):
+@partial(jax.custom_jvp, nondiff_argnums=(0, 6, 7))
+def _root(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric):
     """The per-pair calibrated scale; differentiable by the implicit function theorem."""
-    return _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter)[0]
+    return _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric)[0]
+
+
+@partial(jax.jit, static_argnums=0)
+def _implicit_tangent(cfg, symmetric, b, primals, tangents):
+    """db = (dδ_target − ∂_θ δ · dθ) / ∂_b δ at the root δ(b(θ); θ) = δ_target (0 where b = 0)."""
+    d_mu, s1, s2, eps, _ = primals
+    b_pos = jnp.where(b > 0, b, 1.0)
+    _, d_theta = jax.jvp(lambda *p: _delta(cfg, symmetric, b_pos, *p), (d_mu, s1, s2, eps), tuple(tangents[:4]))
+    _, d_b = jax.jvp(lambda bb: _delta(cfg, symmetric, bb, d_mu, s1, s2, eps), (b_pos,), (jnp.ones_like(b_pos),))
+    ok = (b > 0) & (d_b < 0)
+    return jnp.where(ok, (tangents[4] - d_theta) / jnp.where(ok, d_b, -1.0), 0.0)
 
 
 @_root.defjvp
-def _root_jvp(cfg, max_iter, primals, tangents):
-    d_mu, s1, s2, eps, target = primals
-    b = _root(cfg, *primals, max_iter)
-    # δ(b(θ); θ) = δ_target  ⇒  db = (dδ_target − ∂_θ δ · dθ) / ∂_b δ
-    b_pos = jnp.where(b > 0, b, 1.0)
-    _, d_theta = jax.jvp(lambda *p: _delta(cfg, b_pos, *p), (d_mu, s1, s2, eps), tuple(tangents[:4]))
-    _, d_b = jax.jvp(lambda bb: _delta(cfg, bb, d_mu, s1, s2, eps), (b_pos,), (jnp.ones_like(b_pos),))
-    ok = (b > 0) & (d_b < 0)
-    db = jnp.where(ok, (tangents[4] - d_theta) / jnp.where(ok, d_b, -1.0), 0.0)
-    return b, db
+def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
+    b = _root(cfg, *primals, max_iter, symmetric)
+    tangents = tuple(jnp.broadcast_to(t, jnp.shape(p)).astype(jnp.float64) for t, p in zip(tangents, primals))
+    return b, _implicit_tangent(cfg, symmetric, b, tuple(primals), tangents)
 
 
 # ----------------------------------------------------------------------------- certificate
 
 
-@partial(jax.jit, static_argnames=("noise", "symmetric"))
+@partial(jax.jit, static_argnames="noise")
 def _exact_delta_jit(d_mu, s1, s2, b, eps, noise, symmetric):
     return pair_delta("exact", noise, d_mu, s1, s2, b, eps, symmetric)
 
 
-def _max_exact_delta(d_mu, s1, s2, scale, eps, noise, symmetric, chunk: int = 256):
-    """max over pairs of the exact δ at one scale, pruned by the coupling bound L1 ≥ L0.
+def _max_exact_delta(d_mu, s1, s2, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
+    """A certified max over pairs of the exact δ at one scale, pruned by the coupling bound L1 ≥ L0.
 
-    Laplace: pairs are visited in decreasing order of their L1 bound, in chunks, until the next
-    bound is ≤ the running max (no later pair can exceed it). Gaussian noise: closed form, all.
+    Laplace: pairs are visited in decreasing order of their L1 bound, ``chunk`` at a time, until
+    the next bound is ≤ the running max (then the max is exact) or ``budget`` chunks are spent
+    (then the largest remaining L1 bound stands in for the unvisited pairs: still an upper bound).
+    Gaussian noise: the exact closed form for every pair.
     """
     if noise == "gaussian" or d_mu.size <= chunk:
-        return jnp.max(_exact_delta_jit(d_mu, s1, s2, scale, eps, noise, symmetric))
+        idx = np.arange(d_mu.size)
+        padded = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, max(chunk, idx.size)))
+        return jnp.max(_exact_delta_jit(*padded, scale, eps, noise, symmetric))
     bound = np.asarray(pair_delta("coupling", "laplace", d_mu, s1, s2, scale, eps, symmetric))
     order = np.argsort(-bound, kind="stable")
     best = 0.0
-    for start in range(0, order.size, chunk):
+    for start in range(0, min(order.size, chunk * budget), chunk):
         if bound[order[start]] <= best:
-            break
-        idx = order[start : start + chunk]
-        if idx.size < chunk:  # pad to a fixed shape: no recompilation
-            idx = np.concatenate([idx, np.full(chunk - idx.size, idx[0])])
+            return jnp.asarray(best)
+        idx = _pad_take((np.asarray(order),), order[start : start + chunk], chunk)[0]
         vals = _exact_delta_jit(d_mu[idx], s1[idx], s2[idx], scale, eps, noise, symmetric)
         best = max(best, float(jnp.max(vals)))
-    return jnp.asarray(best)
+    rest = chunk * budget
+    return jnp.asarray(max(best, float(bound[order[rest]]) if rest < order.size else best))
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -290,23 +299,23 @@ def _pad_take(arrays, idx: np.ndarray, size: int):
     return [a[idx] for a in arrays]
 
 
-def _solve_concrete(cfg, arrays, eps, target, max_iter):
+def _solve_concrete(cfg, arrays, eps, target, max_iter, symmetric):
     """Search on concrete arrays: a first pass capped at ``_FIRST_PASS`` iterations over everything,
     then the few unfinished pairs again, compacted into small buckets, with the full cap."""
     first = min(max_iter, _FIRST_PASS) if cfg.solver == "optax" else max_iter
-    b, conv, iters = (np.array(x) for x in _search_jit(cfg, *arrays, eps, target, first))
+    b, conv, iters = (np.array(x) for x in _search_jit(cfg, *arrays, eps, target, first, symmetric))
     left = np.nonzero(~conv)[0]
     if first < max_iter and left.size:
         size = _bucket(left.size, _LEFTOVER_BUCKET)
         for start in range(0, left.size, size):
             idx = left[start : start + size]
-            b2, c2, i2 = _search_jit(cfg, *_pad_take(arrays, idx, size), eps, target, max_iter)
+            b2, c2, i2 = _search_jit(cfg, *_pad_take(arrays, idx, size), eps, target, max_iter, symmetric)
             b[idx], conv[idx] = np.asarray(b2)[: idx.size], np.asarray(c2)[: idx.size]
             iters[idx] = first + np.asarray(i2)[: idx.size]
     return b, conv, iters
 
 
-def _chunked_root(cfg, d_mu, s1, s2, eps, target, max_iter, chunk_size, progress):
+def _chunked_root(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric, chunk_size, progress):
     """The per-pair search over flat arrays, in chunks of bounded size padded to a few compiled
     shapes. Concrete inputs: :func:`_solve_concrete`, with diagnostics. Traced inputs (jax.grad,
     jit or vmap around calibrate): the implicit-gradient root; diagnostics are then None.
@@ -319,12 +328,12 @@ def _chunked_root(cfg, d_mu, s1, s2, eps, target, max_iter, chunk_size, progress
         idx = np.arange(start, min(start + cap, n))
         take = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, cap))
         if concrete:
-            b, conv, iters = _solve_concrete(cfg, take, eps, target, max_iter)
+            b, conv, iters = _solve_concrete(cfg, take, eps, target, max_iter, symmetric)
             converged = converged and bool(conv[: idx.size].all())
             iterations = max(iterations, int(iters[: idx.size].max()))
             parts.append(jnp.asarray(b[: idx.size]))
         else:
-            parts.append(_root(cfg, *take, eps, target, max_iter)[: idx.size])
+            parts.append(_root(cfg, *take, eps, target, max_iter, symmetric)[: idx.size])
         if progress:
             _progress(int(idx[-1]) + 1, n)
     if not concrete:
@@ -378,6 +387,8 @@ def calibrate(
         raise ValueError(f"rtol must be a float in (0, 0.01); got {rtol!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}")
+    if not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
     pairs = _gaussian_pairs(pairs, "calibrate")
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta)
@@ -391,8 +402,16 @@ def calibrate(
         per_pair, scale, _ = _theorem_level(d_mu, s1 - s2, eps, delta, tau)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
-        cfg = _Config(level, noise, pairs.symmetric, solver, float(rtol))
-        per_pair, converged, iterations = _chunked_root(cfg, d_mu, s1, s2, eps, delta, int(max_iter), chunk_size, progress)
+        cfg = _Config(level, noise, solver, float(rtol))
+        per_pair, converged, iterations = _chunked_root(cfg, d_mu, s1, s2, eps, delta, max_iter, pairs.symmetric, chunk_size, progress)
+        if converged is False:
+            warnings.warn(
+                f"calibrate: the {solver} search did not close every bracket within max_iter={max_iter}; "
+                "per_pair holds the last upper ends, which may be neither tight nor verified "
+                "(converged=False). Raise max_iter or use solver='bisection'.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
         scale = jnp.max(per_pair)
         solver_name = solver
     per_pair = per_pair.reshape(shape)

@@ -56,6 +56,7 @@ _PEAKS = 1  # hidden excursions searched per order
 _ROOT_STEPS = 8  # safeguarded Newton steps per crossing (quadratic from the regula-falsi start)
 _PEAK_STEPS = 16  # Illinois steps locating a hidden peak (root of the slope)
 _NOISE_ULPS = 32  # sign floor of r − ε, in ulps of the terms r is formed from, plus ε
+_ROUNDING_ULPS = 64  # δ is rounded up by this many ulps of the CDF values it subtracts (×(1 + e^ε))
 
 
 # ----------------------------------------------------------------------------- Gaussian noise
@@ -89,16 +90,19 @@ def gaussian_hockey_stick(d_mu, s1, s2, eps):
         finite = jnp.isfinite(x)
         return jnp.where(finite, (jnp.where(finite, x, 0.0) - mu) / s, jnp.sign(x) * 40.0)
 
-    def mass(lo_, hi_):  # [P1 − e^ε P2](lo_, hi_)
+    e_eps = jnp.exp(eps)
+
+    def mass(lo_, hi_):  # [P1 − e^ε P2](lo_, hi_), rounded up by a bound on its rounding error
         p1 = normal_mass(standard(lo_, d_mu, s1), standard(hi_, d_mu, s1))
-        return p1 - jnp.exp(eps) * normal_mass(standard(lo_, 0.0, s2), standard(hi_, 0.0, s2))
+        p2 = normal_mass(standard(lo_, 0.0, s2), standard(hi_, 0.0, s2))
+        return jnp.maximum(p1 - e_eps * p2, 0.0) + _ROUNDING_ULPS * jnp.finfo(jnp.float64).eps * (p1 + e_eps * p2)
 
     inf = jnp.inf
     half_line = jnp.where(b > 0, mass(cut, inf), jnp.where(b < 0, mass(-inf, cut), 0.0))
     outside = mass(-inf, lo) + mass(hi, inf)
     inside = mass(lo, hi)
     quad = jnp.where(a > 0, jnp.where(has_roots, outside, 0.0), jnp.where(has_roots, inside, 0.0))
-    return jnp.maximum(jnp.where(linear, half_line, quad), 0.0)
+    return jnp.minimum(jnp.where(linear, half_line, quad), 1.0)
 
 
 def _prior_hockey_stick(d_mu, s1, s2, eps):
@@ -235,49 +239,58 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     _, F1, S1 = gauss_laplace(pts - m1, s1, b)
     _, F2, S2 = gauss_laplace(pts - m2, s2, b)
     e_eps = jnp.exp(eps)
+
+    def interval(a, c, ends_i, ends_j, mu_i, mu_j):
+        """[P_i − e^ε P_j](a, c] and the size its rounding error scales with;
+        ``ends`` = (F(a), S(a), F(c), S(c)) of each prior."""
+        p_i, size_i = _prior_mass(*ends_i, a, c, mu_i)
+        p_j, size_j = _prior_mass(*ends_j, a, c, mu_j)
+        return p_i - e_eps * p_j, size_i + e_eps * size_j
+
     out = []
     for k, (mu_i, F_i, S_i, mu_j, F_j, S_j) in enumerate(((m1, F1, S1, m2, F2, S2), (m2, F2, S2, m1, F1, S1))):
         c_slice = slice(k * _ROOTS, (k + 1) * _ROOTS)
-        ok = cross_ok[k]
-        x = cross[k]
+        ok, x = cross_ok[k], cross[k]
         Fi, Si, Fj, Sj = F_i[c_slice], S_i[c_slice], F_j[c_slice], S_j[c_slice]
-        # the positive set is (−∞ or previous crossing, down-crossing] … [last up-crossing, ∞)
+        # the positive set: (−∞ or previous crossing, each down-crossing], [last up-crossing, ∞),
+        # and the hidden excursions [left flank, right flank]
         first_pos = pos[k, 0]
-        down = ok & (jnp.where(jnp.arange(_ROOTS) % 2 == 0, first_pos, ~first_pos))
-        prev = jnp.arange(_ROOTS) - 1
-        has_prev = prev >= 0
-        pi = jnp.maximum(prev, 0)
-        a_F_i, a_S_i = jnp.where(has_prev, Fi[pi], 0.0), jnp.where(has_prev, Si[pi], 1.0)
-        a_F_j, a_S_j = jnp.where(has_prev, Fj[pi], 0.0), jnp.where(has_prev, Sj[pi], 1.0)
-        a_x = jnp.where(has_prev, x[pi], -jnp.inf)
-        seg = _prior_mass(a_F_i, a_S_i, Fi, Si, a_x, x, mu_i) - e_eps * _prior_mass(a_F_j, a_S_j, Fj, Sj, a_x, x, mu_j)
-        total = jnp.sum(jnp.where(down, jnp.maximum(seg, 0.0), 0.0))
-        # a final interval up to +∞ when the last grid point is positive
+        down = ok & jnp.where(jnp.arange(_ROOTS) % 2 == 0, first_pos, ~first_pos)
+        has_prev = jnp.arange(_ROOTS) >= 1
+        pi = jnp.maximum(jnp.arange(_ROOTS) - 1, 0)
+
+        def before(v, missing):
+            return jnp.where(has_prev, v[pi], missing)
+
         n_ok = jnp.sum(ok)
         last = jnp.maximum(n_ok - 1, 0)
-        start_F_i = jnp.where(n_ok > 0, Fi[last], 0.0)
-        start_S_i = jnp.where(n_ok > 0, Si[last], 1.0)
-        start_F_j = jnp.where(n_ok > 0, Fj[last], 0.0)
-        start_S_j = jnp.where(n_ok > 0, Sj[last], 1.0)
-        start_x = jnp.where(n_ok > 0, x[last], -jnp.inf)
-        tail = _prior_mass(start_F_i, start_S_i, 1.0, 0.0, start_x, jnp.inf, mu_i) - e_eps * _prior_mass(
-            start_F_j, start_S_j, 1.0, 0.0, start_x, jnp.inf, mu_j
-        )
-        total = total + jnp.where(pos[k, -1], jnp.maximum(tail, 0.0), 0.0)
-        # hidden excursions [left flank, right flank]
+
+        def from_last(v, missing):
+            return jnp.where(n_ok > 0, v[last], missing)
+
         p_slice = slice(2 * _ROOTS + k * _PEAKS, 2 * _ROOTS + (k + 1) * _PEAKS)
         q_slice = slice(2 * _ROOTS + 2 * _PEAKS + k * _PEAKS, 2 * _ROOTS + 2 * _PEAKS + (k + 1) * _PEAKS)
-        hid = _prior_mass(F_i[p_slice], S_i[p_slice], F_i[q_slice], S_i[q_slice], flank_l[k], flank_r[k], mu_i) - e_eps * _prior_mass(
-            F_j[p_slice], S_j[p_slice], F_j[q_slice], S_j[q_slice], flank_l[k], flank_r[k], mu_j
-        )
-        total = total + jnp.sum(jnp.where(hidden[k * _PEAKS : (k + 1) * _PEAKS], jnp.maximum(hid, 0.0), 0.0))
-        out.append(jnp.minimum(total + slack[k], 1.0))
+        pieces = [
+            (down, interval(before(x, -jnp.inf), x, (before(Fi, 0.0), before(Si, 1.0), Fi, Si), (before(Fj, 0.0), before(Sj, 1.0), Fj, Sj), mu_i, mu_j)),
+            (pos[k, -1], interval(from_last(x, -jnp.inf), jnp.inf, (from_last(Fi, 0.0), from_last(Si, 1.0), 1.0, 0.0), (from_last(Fj, 0.0), from_last(Sj, 1.0), 1.0, 0.0), mu_i, mu_j)),
+            (hidden[k * _PEAKS : (k + 1) * _PEAKS], interval(flank_l[k], flank_r[k], (F_i[p_slice], S_i[p_slice], F_i[q_slice], S_i[q_slice]), (F_j[p_slice], S_j[p_slice], F_j[q_slice], S_j[q_slice]), mu_i, mu_j)),
+        ]
+        total = sum(jnp.sum(jnp.where(mask, jnp.maximum(val, 0.0), 0.0)) for mask, (val, _) in pieces)
+        size = sum(jnp.sum(jnp.where(mask, mag, 0.0)) for mask, (_, mag) in pieces)
+        # round up by a bound on the rounding error of the sums (P_i − e^ε P_j cancels when δ is
+        # tiny against the masses), and by the sign floor's slack: δ never comes out too small
+        rounding = _ROUNDING_ULPS * jnp.finfo(jnp.float64).eps * size
+        out.append(jnp.minimum(total + rounding + slack[k], 1.0))
     return out[0], out[1], resolved
 
 
 def _prior_mass(F_a, S_a, F_c, S_c, a, c, mu):
-    """P(a < Y ≤ c) from the CDF left of the median μ, the survival function right of it."""
-    return jnp.where(c <= mu, F_c - F_a, jnp.where(a >= mu, S_a - S_c, 1.0 - F_a - S_c))
+    """P(a < Y ≤ c) from the CDF left of the median μ, the survival function right of it; and
+    the size of the values it was formed from (its rounding error scales with that, not with the
+    mass: a narrow interval near the median is a difference of two values near 1/2)."""
+    mass = jnp.where(c <= mu, F_c - F_a, jnp.where(a >= mu, S_a - S_c, 1.0 - F_a - S_c))
+    size = jnp.where(c <= mu, F_c + F_a, jnp.where(a >= mu, S_a + S_c, 1.0))
+    return mass, size
 
 
 def _laplace_exact_one(d_mu, s1, s2, b, eps):
@@ -413,10 +426,11 @@ def theorem_delta(delta_mu, delta_sigma, scale, eps):
 # ----------------------------------------------------------------------------- per-pair kernels
 
 
-def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric: bool):
+def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
     """δ per pair at one level, as a function of arrays (Δμ = μ_i − μ_j, σ_i, σ_j, b, ε).
 
-    Used by the public functions here and by the calibration solvers; no validation.
+    ``symmetric`` (a bool, possibly traced) takes the max over both orders. Used by the public
+    functions here and by the calibration solvers; no validation.
     """
     if level == "exact":
         if noise == "laplace":
@@ -424,7 +438,7 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric: bool):
         else:
             d12 = _gaussian_exact_one(d_mu, s1, s2, b, eps)
             d21 = _gaussian_exact_one(-d_mu, s2, s1, b, eps)
-        return jnp.maximum(d12, d21) if symmetric else d12
+        return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
     d_sigma = s1 - s2
     if level == "coupling":
         if noise == "laplace":
@@ -444,7 +458,7 @@ def _flatten_vmap(fn, *arrays):
     return tuple(o.reshape(shape) for o in out)
 
 
-@partial(jax.jit, static_argnames=("level", "noise", "symmetric"))
+@partial(jax.jit, static_argnames=("level", "noise"))
 def _pair_delta_jit(d_mu, s1, s2, b, eps, level, noise, symmetric):
     return pair_delta(level, noise, d_mu, s1, s2, b, eps, symmetric)
 
