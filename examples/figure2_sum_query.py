@@ -1,8 +1,9 @@
-"""Figure 2 of the Gaussian-priors paper: eq. (11) for K identical users.
+"""Figure 2 of the Gaussian-priors paper: eq. (11) for K identical users, and the exact level.
 
 Sum query over K independent users N(μ, σ²), pairs "a user present vs absent". The sufficient
 Laplace scale b = (|μ| + (√K − √(K−1)) σ τ*(δ))/ε for (ε, δ) = (1, 0.3), μ = 1, σ² = 1..25,
-K = 1..1000; b → |μ|/ε = 1 as K grows.
+K = 1..1000; b → |μ|/ε = 1 as K grows. The second panel recomputes σ² ∈ {1, 9, 25} at the coupling
+and exact levels: the pair is N(Kμ, Kσ²) vs N((K−1)μ, (K−1)σ²).
 """
 import numpy as np
 
@@ -24,8 +25,17 @@ def main():
         print(f"{v:7d} " + "".join(f"{row[k - 1]:10.4f}" for k in shown_k))
     print(f"limit |μ|/ε = {MU / EPS}")
 
+    shown_var = np.array([1, 9, 25])
+    kk, vv = np.meshgrid(K, shown_var)
+    pairs = jp.PairSet(jp.Gaussian(MU * kk, np.sqrt(kk * vv)), jp.Gaussian(MU * (kk - 1), np.sqrt((kk - 1) * vv)))
+    levels = {lvl: np.asarray(jp.calibrate(pairs, EPS, DELTA, level=lvl).per_pair) for lvl in ("coupling", "exact")}
+    print("\nσ² ∈ {1, 9, 25} at every level: b for K = " + ", ".join(map(str, shown_k)))
+    for row, v in enumerate(shown_var):
+        for name, table in (("eq. (11)", b[v - 1]), ("coupling", levels["coupling"][row]), ("exact", levels["exact"][row])):
+            print(f"σ²={v:2d} {name:>9} " + "".join(f"{table[k - 1]:10.4f}" for k in shown_k))
+
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.2))
     colors = plt.cm.viridis(np.linspace(0, 1, len(VARIANCES)))
     for v, row, c in zip(VARIANCES, b, colors):
         ax.plot(K, row, color=c, lw=1.2, label=f"σ²={v}" if v in (1, 5, 10, 15, 20, 25) else None)
@@ -33,6 +43,13 @@ def main():
     ax.set(xscale="log", xlabel="number of users K", ylabel="Laplace scale b",
            title=f"Eq. (11): ({EPS:g}, {DELTA:g})-pufferfish, μ = {MU:g}, σ² = 1..25")
     ax.legend(fontsize=8)
+    for row, (v, c) in enumerate(zip(shown_var, plt.cm.viridis([0.0, 0.33, 1.0]))):
+        ax2.plot(K, b[v - 1], color=c, lw=1.2, label=f"σ²={v}: eq. (11)")
+        ax2.plot(K, levels["coupling"][row], color=c, lw=1.2, ls="--", label=f"σ²={v}: coupling")
+        ax2.plot(K, levels["exact"][row], color=c, lw=1.8, ls=":", label=f"σ²={v}: exact")
+    ax2.axhline(MU / EPS, color="k", ls="--", lw=1)
+    ax2.set(xscale="log", xlabel="number of users K", ylabel="Laplace scale b", title="Theorem vs coupling vs exact level")
+    ax2.legend(fontsize=7, ncol=3)
     save(fig, args.out, "figure2_sum_query.png")
 
 

@@ -237,6 +237,11 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 # ----------------------------------------------------------------------------- certificate
 
 
+@jax.jit
+def _zero_noise_delta_jit(d_mu, s1, s2, eps, symmetric):
+    return _delta_at_zero(_Config("exact", "laplace", "optax", 0.0), symmetric, d_mu, s1, s2, eps)
+
+
 @partial(jax.jit, static_argnames="noise")
 def _exact_delta_jit(d_mu, s1, s2, b, eps, noise, symmetric):
     return pair_delta("exact", noise, d_mu, s1, s2, b, eps, symmetric)
@@ -250,6 +255,8 @@ def _max_exact_delta(d_mu, s1, s2, scale, eps, noise, symmetric, chunk: int = 25
     (then the largest remaining L1 bound stands in for the unvisited pairs: still an upper bound).
     Gaussian noise: the exact closed form for every pair.
     """
+    if float(scale) == 0.0:  # no noise: the priors' own hockey-stick, closed form for every pair
+        return jnp.max(_zero_noise_delta_jit(d_mu, s1, s2, eps, symmetric))
     if noise == "gaussian" or d_mu.size <= chunk:
         idx = np.arange(d_mu.size)
         padded = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, max(chunk, idx.size)))
@@ -288,8 +295,10 @@ def _progress(done: int, total: int) -> None:
 
 
 def _bucket(m: int, cap: int) -> int:
-    """Padded batch size for m pairs: a power of two ≥ 64, at most ``cap`` (few compiled shapes)."""
-    return min(cap, max(64, 1 << (m - 1).bit_length()))
+    """Padded batch size for m pairs, at most ``cap``: a power of two ≥ 64 up to 2048, then a
+    multiple of 2048 (few compiled shapes, at most 2047 padded pairs of wasted work)."""
+    size = max(64, 1 << (m - 1).bit_length()) if m <= 2048 else -(-m // 2048) * 2048
+    return min(cap, size)
 
 
 def _pad_take(arrays, idx: np.ndarray, size: int):

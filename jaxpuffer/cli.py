@@ -1,6 +1,8 @@
 """``jaxpuffer`` command line: calibration over the public Python API.
 
     jaxpuffer calibrate                      # the built-in example
+    jaxpuffer calibrate --level exact        # the smallest scale that truly meets (ε, δ)
+    jaxpuffer calibrate --noise gaussian     # Gaussian noise (exact level)
     jaxpuffer calibrate --pairs pairs.csv --eps 1 --delta 1e-3 --format json
     jaxpuffer sum-query --users users.csv --eps 1 --delta 0.3
     jaxpuffer sum-query --K 1000 --mean 1 --std 2 --eps 1 --delta 0.3
@@ -15,12 +17,13 @@ import csv
 import io
 import json
 import math
+import os
 import sys
 
+import jax
 import numpy as np
 
-from .calibration import LEVELS, NOISES
-from .calibration import Calibration, calibrate
+from .calibration import GAUSSIAN_NOISE_LEVELS, LEVELS, NOISES, SOLVERS, Calibration, calibrate
 from .pairs import PairSet, concatenate, sum_query_presence
 from .priors import Gaussian
 from .tau import METHODS as TAU_METHODS
@@ -109,7 +112,7 @@ def _summary(result: Calibration, rows: list[dict]) -> dict:
     binding = next(r for r in rows if r["binding"])
     return {
         "eps": float(result.eps), "delta": float(result.delta), "level": result.level, "noise": result.noise,
-        "scale": float(result.scale), "variance": float(result.variance),
+        "solver": result.solver, "scale": float(result.scale), "variance": float(result.variance),
         "delta_achieved": float(result.delta_achieved), "binding": binding["pair"],
         "converged": bool(result.converged), "num_pairs": len(rows),
     }
@@ -129,7 +132,7 @@ def render(result: Calibration, rows: list[dict], fmt: str, about: str = "") -> 
     width = max(4, *(len(r["pair"]) for r in shown))
     sym = "b" if result.noise == "laplace" else "θ"
     lines = [about] if about else []
-    lines.append(f"(ε, δ) = ({summary['eps']:g}, {summary['delta']:g})   noise: {result.noise}   level: {result.level}")
+    lines.append(f"(ε, δ) = ({summary['eps']:g}, {summary['delta']:g})   noise: {result.noise}   level: {result.level} ({result.solver})")
     lines.append("")
     lines.append(f"  {'pair':<{width}}  {'μ_i':>9} {'σ_i':>9} {'μ_j':>9} {'σ_j':>9} {'Δμ':>9} {'Δσ':>9} {sym + ' per pair':>12}")
     for r in shown:
@@ -145,7 +148,7 @@ def render(result: Calibration, rows: list[dict], fmt: str, about: str = "") -> 
         f"binding pair (*):  {summary['binding']}",
         f"noise scale {sym}:     {summary['scale']:.6g}",
         f"noise variance:    {summary['variance']:.6g}",
-        f"δ certified at {sym}:  {summary['delta_achieved']:.3g}  (target {summary['delta']:g})",
+        f"exact δ at {sym}:      {summary['delta_achieved']:.3g}  (target {summary['delta']:g})",
     ]
     return "\n".join(lines)
 
@@ -156,14 +159,22 @@ def render(result: Calibration, rows: list[dict], fmt: str, about: str = "") -> 
 def _common(parser: argparse.ArgumentParser, delta_default: float) -> None:
     parser.add_argument("--eps", type=float, default=1.0, help="ε > 0 (default 1)")
     parser.add_argument("--delta", type=float, default=delta_default, help=f"δ in (0, 1) (default {delta_default:g})")
-    parser.add_argument("--level", default="theorem", choices=LEVELS, help="calibration level")
-    parser.add_argument("--noise", default="laplace", choices=NOISES, help="noise distribution")
+    parser.add_argument(
+        "--level", choices=LEVELS,
+        help="theorem (Theorem 1, closed form; the default for Laplace noise), indicator, coupling, or "
+        "exact (the smallest scale; the default for Gaussian noise)",
+    )
+    parser.add_argument("--noise", default="laplace", choices=NOISES, help="noise distribution (default laplace)")
+    parser.add_argument("--solver", default="optax", choices=SOLVERS, help="search for the numerical levels")
     parser.add_argument("--tau", default="exact", choices=TAU_METHODS, help="τ*(δ) for the theorem level")
     parser.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
 
 
 def _run(labels, pairs, args, about="") -> str:
-    result = calibrate(pairs, args.eps, args.delta, noise=args.noise, level=args.level, tau=args.tau)
+    level = args.level or ("exact" if args.noise == "gaussian" else "theorem")
+    if args.noise == "gaussian" and level not in GAUSSIAN_NOISE_LEVELS:
+        raise CLIError(f"--level {level} is a Laplace-noise bound; with --noise gaussian use --level exact or coupling")
+    result = calibrate(pairs, args.eps, args.delta, noise=args.noise, level=level, solver=args.solver, tau=args.tau)
     return render(result, _rows(labels, pairs, result), args.format, about)
 
 
@@ -215,8 +226,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _enable_compilation_cache() -> None:
+    """Keep compiled kernels on disk between runs of the command (JAX's persistent cache), so only
+    the first run of a calibration pays the compile time. JAXPUFFER_CACHE_DIR overrides the folder;
+    an empty value turns the cache off."""
+    folder = os.environ.get("JAXPUFFER_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "jaxpuffer"))
+    if not folder:
+        return
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return  # no writable cache folder: compile every time
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _enable_compilation_cache()
     try:
         output = args.func(args)
     except ValueError as err:  # CLIError and the API's validation errors

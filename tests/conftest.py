@@ -1,5 +1,8 @@
+import os
 import pathlib
 import sys
+
+os.environ.setdefault("JAXPUFFER_CACHE_DIR", "")  # the CLI's on-disk compile cache stays off in tests
 
 import jaxpuffer  # noqa: F401  (enables float64 before any test builds arrays)
 import pytest

@@ -34,6 +34,20 @@ def test_pairs_file_json_and_csv(tmp_path, capsys):
     assert out.splitlines()[0].startswith("pair,mean_i,std_i") and len(out.splitlines()) == 3
 
 
+def test_exact_level_and_gaussian_noise(capsys):
+    code, out, _ = run(capsys, "calibrate", "--level", "exact", "--format", "json")
+    exact = json.loads(out)
+    code2, out2, _ = run(capsys, "calibrate", "--format", "json")
+    theorem = json.loads(out2)
+    assert code == code2 == 0 and exact["level"] == "exact" and exact["scale"] < theorem["scale"]
+    assert exact["delta_achieved"] <= 1e-3
+    code, out, _ = run(capsys, "calibrate", "--noise", "gaussian", "--format", "json")
+    gauss = json.loads(out)
+    assert code == 0 and gauss["noise"] == "gaussian" and gauss["level"] == "exact" and gauss["delta_achieved"] <= 1e-3
+    code, _, err = run(capsys, "calibrate", "--noise", "gaussian", "--level", "theorem")
+    assert code == 2 and "Laplace-noise bound" in err
+
+
 def test_sum_query_identical_and_file(tmp_path, capsys):
     code, out, _ = run(capsys, "sum-query", "--K", "1000", "--mean", "1", "--std", "2", "--format", "json")
     assert code == 0

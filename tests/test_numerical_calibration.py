@@ -127,6 +127,13 @@ def test_pairs_needing_no_noise_get_zero():
         else:  # the transport bounds need noise unless the priors coincide
             assert float(res.per_pair[1]) == 0.0 and float(res.per_pair[2]) == 0.0
     assert float(jp.calibrate(pairs[1:], 1.0, 1e-9, level="exact").scale) == 0.0
+    # a large sum query: the other users already hide each one (CLT model), and δ at b = 0 is
+    # reported as the priors' own hockey-stick, not as a bound
+    rng = np.random.default_rng(0)
+    users = jp.sum_query_presence(rng.uniform(0, 2, 3000), rng.uniform(0.2, 3, 3000))
+    res = jp.calibrate(users, 1.0, 1e-6, level="exact", chunk_size=64)
+    assert float(res.scale) == 0.0 and float(res.delta_achieved) <= 1e-6
+    assert float(res.delta_achieved) == pytest.approx(float(jp.delta_exact(users, 0.0, 1.0).max()), rel=1e-9, abs=1e-300)
 
 
 def test_delta_achieved_is_exact_at_the_scale():
