@@ -48,7 +48,10 @@ def scipy_delta(level, noise, mi, si, mj, sj, b):
         m, s = mi - mj, abs(si - sj)
         h = lambda w: (1 - np.exp(EPS - abs(w) / b)) * stats.norm.pdf(w, m, s)  # noqa: E731
         return integrate.quad(h, EPS * b, np.inf)[0] + integrate.quad(h, -np.inf, -EPS * b)[0]
-    pts = [mi, mj, mi - 5 * si, mi + 5 * si, mj - 5 * sj, mj + 5 * sj]
+    # breakpoints on the scale of the noisy release, so quad sees the tails where δ lives
+    spread = np.array([0.0, 1, -1, 2, -2, 4, -4, 8, -8, 16, -16])
+    v1, v2 = (np.hypot(s, b) if noise == "gaussian" else s + b for s in (si, sj))
+    pts = list(np.unique(np.concatenate([mi + v1 * spread, mj + v2 * spread])))
     if noise == "gaussian":
         g1 = lambda y: stats.norm.pdf(y, mi, np.hypot(si, b))  # noqa: E731
         g2 = lambda y: stats.norm.pdf(y, mj, np.hypot(sj, b))  # noqa: E731

@@ -14,16 +14,21 @@ Under the Monge map T(x) = μ_j + (σ_j/σ_i)(x − μ_i), W = x − T(x) ~ N(Δ
 How L0 is evaluated (Laplace noise). Write r(y) = log p_i(y) − log p_j(y) − ε; then
 δ = Σ over the intervals where r > 0 of [P_i − e^ε P_j](interval), with the closed-form CDF of
 Gaussian ⊛ Laplace (:mod:`jaxpuffer.noise`). The crossings are located on a grid adapted to both
-priors (points μ_k + σ_k·t for t up to ±13, and μ_k + b·t for t up to ±46, beyond which both
-densities are exact exponentials with the same rate, so r is constant to ~1e-20), then refined:
-  * each sign change of r on the grid (up to ``_ROOTS`` of them) by a bracketed root solve;
-  * each discrete local maximum of r below 0 (up to ``_PEAKS``) by a golden-section search for an
-    excursion above 0 between grid points, whose two crossings are then solved for.
-Further sign changes, if any, are counted with the whole P_i mass of their cell (an upper bound,
-so δ never comes out too small). Each interval mass is taken from the CDF or the survival
-function, whichever side avoids cancellation. The crossings are computed under
-``stop_gradient``: the integrand vanishes there, so by the envelope theorem the derivative of δ
-with respect to b, ε and the prior parameters is exact without differentiating the search.
+priors (μ_k + σ_k·t, |t| ≤ 13, and μ_k + b·t, |t| ≤ 48, beyond which both densities are exact
+exponentials with the same rate, so r is constant to ~1e-20), with r and its slope computed in
+tail-normalized form (no cancellation of the ±y/b terms), then refined:
+  * each sign change of r on the grid (up to ``_ROOTS`` per order) by Newton steps kept inside
+    its bracket;
+  * each hidden peak — the slope turning from + to − inside a cell whose ends are ≤ 0, which the
+    bound |r'| ≤ 2/b allows to rise above 0 — by an Illinois search for the root of the slope,
+    and, where the peak is above 0, its two crossings.
+Where more crossings or peaks are found than the fixed budget, that order's δ is the L1 coupling
+bound instead (≥ δ). Signs within a rounding-noise floor count as non-positive and raise δ by the
+floor, and δ is rounded up by a bound on the rounding error of its CDF differences: the value
+returned never falls below the true δ by more than round-off of round-off, so calibrating to it
+errs on the safe side. The crossings are computed under ``stop_gradient``: the integrand
+vanishes there, so by the envelope theorem the derivative of δ with respect to b, ε and the
+prior parameters is exact without differentiating the search.
 
 Gaussian noise (MATH.md §7): Y | s ~ N(μ, σ² + θ²), and the set {g_i > e^ε g_j} is where a
 quadratic is positive, so δ is a closed-form sum of Φ-differences.
@@ -305,13 +310,6 @@ def _laplace_exact_one(d_mu, s1, s2, b, eps):
     return jnp.where(ok, d12, zero), jnp.where(ok, d21, zero_rev)
 
 
-def laplace_exact_resolved(d_mu, s1, s2, b, eps):
-    """Whether the exact evaluation resolved every crossing for both orders (diagnostics)."""
-    return jax.vmap(lambda *a: jnp.all(_laplace_exact_pair(*a)[2]))(
-        *(x.reshape(-1) for x in jnp.broadcast_arrays(d_mu, s1, 0.0 * d_mu, s2, b, eps))
-    )
-
-
 # ----------------------------------------------------------------------------- coupling levels
 
 
@@ -426,6 +424,14 @@ def theorem_delta(delta_mu, delta_sigma, scale, eps):
 # ----------------------------------------------------------------------------- per-pair kernels
 
 
+def _flatten_vmap(fn, *arrays):
+    """Apply a scalar kernel (returning a tuple of scalars) to broadcast arrays of any shape."""
+    arrays = jnp.broadcast_arrays(*arrays)
+    shape = arrays[0].shape
+    out = jax.vmap(fn)(*(a.reshape(-1) for a in arrays))
+    return tuple(o.reshape(shape) for o in out)
+
+
 def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
     """δ per pair at one level, as a function of arrays (Δμ = μ_i − μ_j, σ_i, σ_j, b, ε).
 
@@ -448,14 +454,6 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
     if level == "indicator":
         return _indicator(d_mu, d_sigma, b, eps)
     return theorem_delta(d_mu, d_sigma, b, eps)
-
-
-def _flatten_vmap(fn, *arrays):
-    """Apply a scalar kernel (returning a tuple of scalars) to broadcast arrays of any shape."""
-    arrays = jnp.broadcast_arrays(*arrays)
-    shape = arrays[0].shape
-    out = jax.vmap(fn)(*(a.reshape(-1) for a in arrays))
-    return tuple(o.reshape(shape) for o in out)
 
 
 @partial(jax.jit, static_argnames=("level", "noise"))
