@@ -267,8 +267,8 @@ def _max_exact_delta(d_mu, s1, s2, scale, eps, noise, symmetric, chunk: int = 25
     for start in range(0, min(order.size, chunk * budget), chunk):
         if bound[order[start]] <= best:
             return jnp.asarray(best)
-        idx = _pad_take((np.asarray(order),), order[start : start + chunk], chunk)[0]
-        vals = _exact_delta_jit(d_mu[idx], s1[idx], s2[idx], scale, eps, noise, symmetric)
+        visit = _pad_take((d_mu, s1, s2), order[start : start + chunk], chunk)
+        vals = _exact_delta_jit(*visit, scale, eps, noise, symmetric)
         best = max(best, float(jnp.max(vals)))
     rest = chunk * budget
     return jnp.asarray(max(best, float(bound[order[rest]]) if rest < order.size else best))
