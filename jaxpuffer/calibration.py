@@ -38,7 +38,7 @@ import optax
 
 from . import _validate
 from .bounds import _gaussian_pairs, theorem1_scale
-from .losses import _prior_hockey_stick, pair_delta
+from .losses import pair_delta, prior_delta
 from .pairs import PairSet
 from .tau import METHODS as TAU_METHODS
 from .tau import tau_star_unchecked
@@ -110,8 +110,7 @@ def _delta(cfg: _Config, symmetric, b, d_mu, s1, s2, eps):
 
 def _delta_at_zero(cfg: _Config, symmetric, d_mu, s1, s2, eps):
     if cfg.level == "exact":
-        fwd = _prior_hockey_stick(d_mu, s1, s2, eps)
-        return jnp.where(symmetric, jnp.maximum(fwd, _prior_hockey_stick(-d_mu, s2, s1, eps)), fwd)
+        return prior_delta(d_mu, s1, s2, eps, symmetric)
     return jnp.where((d_mu == 0) & (s1 == s2), 0.0, 1.0)
 
 
@@ -237,9 +236,7 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 # ----------------------------------------------------------------------------- certificate
 
 
-@jax.jit
-def _zero_noise_delta_jit(d_mu, s1, s2, eps, symmetric):
-    return _delta_at_zero(_Config("exact", "laplace", "optax", 0.0), symmetric, d_mu, s1, s2, eps)
+_prior_delta_jit = jax.jit(prior_delta)
 
 
 @partial(jax.jit, static_argnames="noise")
@@ -256,7 +253,7 @@ def _max_exact_delta(d_mu, s1, s2, scale, eps, noise, symmetric, chunk: int = 25
     Gaussian noise: the exact closed form for every pair.
     """
     if float(scale) == 0.0:  # no noise: the priors' own hockey-stick, closed form for every pair
-        return jnp.max(_zero_noise_delta_jit(d_mu, s1, s2, eps, symmetric))
+        return jnp.max(_prior_delta_jit(d_mu, s1, s2, eps, symmetric))
     if noise == "gaussian" or d_mu.size <= chunk:
         idx = np.arange(d_mu.size)
         padded = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, max(chunk, idx.size)))

@@ -118,6 +118,12 @@ def _prior_hockey_stick(d_mu, s1, s2, eps):
     return jnp.where(both, smooth, atoms)
 
 
+def prior_delta(d_mu, s1, s2, eps, symmetric):
+    """δ with no noise: the priors' own hockey-stick, the max over both orders when symmetric."""
+    fwd = _prior_hockey_stick(d_mu, s1, s2, eps)
+    return jnp.where(symmetric, jnp.maximum(fwd, _prior_hockey_stick(-d_mu, s2, s1, eps)), fwd)
+
+
 def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
     v1, v2 = jnp.sqrt(s1**2 + theta**2), jnp.sqrt(s2**2 + theta**2)
     ok = theta > 0
