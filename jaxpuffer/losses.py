@@ -46,7 +46,8 @@ from jax.scipy.special import log_ndtr, ndtr
 
 from . import _validate
 from .bounds import _gaussian_pairs
-from .noise import gauss_laplace, laplace_log_ratio, log_mills, normal_mass
+from ._roots import illinois, newton_in_bracket
+from .noise import gauss_laplace, laplace_log_ratio, log_mills, normal_mass, shift_agm
 from .pairs import PairSet
 
 NOISES = ("laplace", "gaussian")
@@ -134,44 +135,6 @@ def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
 # ----------------------------------------------------------------------------- Laplace noise
 
 
-def _illinois(fun, a, c, fa, fc, steps):
-    """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi."""
-
-    def step(_, state):
-        a, c, fa, fc, side = state
-        denom = jnp.where(fc != fa, fc - fa, 1.0)
-        x = c - fc * (c - a) / denom
-        x = jnp.where((x > jnp.minimum(a, c)) & (x < jnp.maximum(a, c)), x, 0.5 * (a + c))
-        fx = fun(x)
-        same = jnp.sign(fx) == jnp.sign(fc)
-        fa = jnp.where(same, jnp.where(side == 1, 0.5 * fa, fa), fc)
-        a = jnp.where(same, a, c)
-        return a, x, fa, fx, jnp.where(same, 1, -1)
-
-    a, c, fa, fc, _ = jax.lax.fori_loop(0, steps, step, (a, c, fa, fc, jnp.zeros(a.shape, int)))
-    return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
-
-
-def _newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
-    """Root of f in [a, c] (sign change, f(a) = fa, f(c) = fc) by Newton steps kept inside the
-    bracket, starting from the regula-falsi point."""
-    pos_left = fa > 0
-    denom = jnp.where(fc != fa, fc - fa, 1.0)
-    start = jnp.clip(a - fa * (c - a) / denom, jnp.minimum(a, c), jnp.maximum(a, c))
-
-    def step(_, state):
-        lo, hi, x = state
-        f, df = fun_and_slope(x)
-        right_of_root = (f > 0) != pos_left  # f has the sign of the right end
-        lo, hi = jnp.where(right_of_root, lo, x), jnp.where(right_of_root, x, hi)
-        x_new = x - f / jnp.where(df != 0, df, 1.0)
-        ok = (df != 0) & (x_new >= lo) & (x_new <= hi)  # a converged step sits on an end
-        return lo, hi, jnp.where(ok, x_new, 0.5 * (lo + hi))
-
-    _, _, x = jax.lax.fori_loop(0, steps, step, (a, c, start))
-    return x
-
-
 def _first(mask, count):
     """Indices of the first ``count`` True entries of a 1-D mask, and which of them exist."""
     idx = jnp.nonzero(mask, size=count, fill_value=0)[0]
@@ -214,7 +177,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
 
     sign_p = jnp.repeat(signs, _PEAKS)
     pa, pc = y[peak_idx].reshape(-1), y[peak_idx + 1].reshape(-1)
-    peak_at = _illinois(
+    peak_at = illinois(
         lambda x: sign_p * ratio(x)[1], pa, pc, df[:, :-1][jnp.arange(2)[:, None], peak_idx].reshape(-1),
         df[:, 1:][jnp.arange(2)[:, None], peak_idx].reshape(-1), _PEAK_STEPS,
     )
@@ -238,7 +201,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
         value, slope, _ = ratio(x)
         return sgn * value - eps_, sgn * slope
 
-    roots = _newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS)
+    roots = newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS)
     used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
     roots = jax.lax.stop_gradient(jnp.where(used & jnp.isfinite(roots), roots, y[0]))
     cross = roots[: 2 * _ROOTS].reshape(2, _ROOTS)
@@ -363,16 +326,7 @@ def _coupling_kernel(noise, b, eps, extra_axes: int = 1):
     b, eps = (x.reshape(x.shape + (1,) * extra_axes) for x in (b, eps))
     if noise == "laplace":
         return lambda w: jnp.maximum(-jnp.expm1(eps - jnp.abs(w) / b), 0.0)
-    return lambda w: _shift_agm(jnp.abs(w), b, eps)
-
-
-def _shift_agm(w, theta, eps):
-    """Analytic Gaussian mechanism δ for a shift w ≥ 0 and noise std θ (Balle & Wang 2018)."""
-    w_safe = jnp.where(w > 0, w, 1.0)
-    x = w_safe / (2 * theta)
-    y = eps * theta / w_safe
-    val = ndtr(x - y) - jnp.exp(eps + log_ndtr(-x - y))
-    return jnp.where(w > 0, jnp.maximum(val, 0.0), 0.0)
+    return lambda w: shift_agm(jnp.abs(w), b, eps)
 
 
 def _coupling_quadrature(d_mu, d_sigma, b, eps, noise):

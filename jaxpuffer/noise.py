@@ -162,3 +162,12 @@ def normal_mass(a, c):
     lower = ndtr(c) - ndtr(a)  # both on the left
     middle = 1.0 - ndtr(a) - ndtr(-c)
     return jnp.where(a >= 0, upper, jnp.where(c <= 0, lower, middle))
+
+
+def shift_agm(w, theta, eps):
+    """Analytic Gaussian mechanism δ for a shift w ≥ 0 and noise std θ (Balle & Wang 2018)."""
+    w_safe = jnp.where(w > 0, w, 1.0)
+    x = w_safe / (2 * theta)
+    y = eps * theta / w_safe
+    val = ndtr(x - y) - jnp.exp(eps + log_ndtr(-x - y))
+    return jnp.where(w > 0, jnp.maximum(val, 0.0), 0.0)

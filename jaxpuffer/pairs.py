@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate
-from .priors import Gaussian
+from .priors import Discrete, Gaussian
 
 
 @jax.tree_util.register_pytree_node_class
@@ -43,8 +43,11 @@ class PairSet:
         shape = _validate.broadcast_shapes(first=first.batch_shape, second=second.batch_shape)
         if int(np.prod(shape)) == 0:
             raise ValueError(f"pairs must contain at least one pair; got batch shape {shape}")
-        object.__setattr__(self, "first", first.broadcast_to(shape))
-        object.__setattr__(self, "second", second.broadcast_to(shape))
+        first, second = first.broadcast_to(shape), second.broadcast_to(shape)
+        if isinstance(first, Discrete):
+            first, second = align_discrete(first, second)
+        object.__setattr__(self, "first", first)
+        object.__setattr__(self, "second", second)
         object.__setattr__(self, "symmetric", bool(symmetric))
 
     def __setattr__(self, name, value):
@@ -89,6 +92,47 @@ class PairSet:
             f"PairSet({type(self.first).__name__} pairs, batch_shape={self.batch_shape}, "
             f"symmetric={self.symmetric})"
         )
+
+
+def _uniform_rows(support) -> np.ndarray | None:
+    """The one alphabet shared by every prior of a concrete batch, else None."""
+    if not _validate.is_concrete(support):
+        return None
+    rows = np.asarray(support).reshape(-1, support.shape[-1])
+    return rows[0] if np.all(rows == rows[0]) else None
+
+
+def align_discrete(first: Discrete, second: Discrete) -> tuple[Discrete, Discrete]:
+    """Put two batches of discrete priors (same batch shape) on a common support per pair.
+
+    Equal alphabets are kept as they are. Alphabets shared across the batch are merged into their
+    sorted union (exact, each point once). Otherwise each pair's two alphabets are concatenated
+    and sorted, each pmf padded with zeros on the other's points (a point in both alphabets then
+    appears twice, harmless for every computation here: a zero-width segment or a zero-mass atom).
+    """
+    s1, s2 = first.support, second.support
+    r1, r2 = _uniform_rows(s1), _uniform_rows(s2)
+    if r1 is not None and r2 is not None:
+        if r1.shape == r2.shape and np.array_equal(r1, r2):
+            return first, second
+        union = np.union1d(r1, r2)
+        shape = first.batch_shape + (union.size,)
+
+        def lift(prior, row):
+            probs = jnp.zeros(shape, prior.probs.dtype).at[..., np.searchsorted(union, row)].add(prior.probs)
+            return Discrete.tree_unflatten(None, (jnp.broadcast_to(jnp.asarray(union), shape), probs))
+
+        return lift(first, r1), lift(second, r2)
+    support = jnp.concatenate([s1, s2], axis=-1)
+    order = jnp.argsort(support, axis=-1, stable=True)
+    zeros1, zeros2 = jnp.zeros_like(second.probs), jnp.zeros_like(first.probs)
+    p1 = jnp.concatenate([first.probs, zeros1], axis=-1)
+    p2 = jnp.concatenate([zeros2, second.probs], axis=-1)
+    take = lambda a: jnp.take_along_axis(a, order, axis=-1)  # noqa: E731
+    return (
+        Discrete.tree_unflatten(None, (take(support), take(p1))),
+        Discrete.tree_unflatten(None, (take(support), take(p2))),
+    )
 
 
 def all_pairs(priors) -> PairSet:
@@ -154,6 +198,60 @@ def sum_query_value(user_means, user_stds, a, a_prime) -> PairSet:
     others_mean = total_mean - means
     others_std = jnp.sqrt(others_var)
     return PairSet(Gaussian(others_mean + a, others_std), Gaussian(others_mean + a_prime, others_std))
+
+
+COUNTING_PAIRS = ("0-1", "0-bot", "1-bot")
+
+
+def _poisson_binomial(probs):
+    """pmf on {0, …, V} of a sum of independent Bernoulli(p_k) bits (sequential convolution)."""
+
+    def add_bit(pmf, p):
+        return (1.0 - p) * pmf + p * jnp.concatenate([jnp.zeros(1, pmf.dtype), pmf[:-1]]), None
+
+    start = jnp.zeros(probs.shape[0] + 1, probs.dtype).at[0].set(1.0)
+    return jax.lax.scan(add_bit, start, probs)[0]
+
+
+def counting_query_pmfs(user_probs):
+    """The Kantorovich paper's V independent-user counting query X = Σ_k S_k, S_k ~ Bernoulli(p_k).
+
+    Returns, per user i (shape (V, V + 1), on the support {0, …, V}), the pmfs of X given
+    S_i = 0 (Poisson-binomial of the others), S_i = 1 (the same shifted by one) and S_i = ⊥
+    (user i's bit unknown: p_i·[S_i = 1] + (1 − p_i)·[S_i = 0], the Poisson-binomial of all V;
+    Appendix F). Each user's "others" pmf is its own sequential convolution with p_i set to 0:
+    O(V²) per user, vmapped.
+    """
+    probs = _validate.float_array("user_probs", user_probs)
+    if probs.ndim != 1 or probs.shape[0] == 0:
+        raise ValueError(f"user_probs must be a non-empty 1-D array; got shape {probs.shape}")
+    _check_unit_closed("user_probs", probs)
+    num = probs.shape[0]
+    others = jax.vmap(lambda i: _poisson_binomial(jnp.where(jnp.arange(num) == i, 0.0, probs)))(jnp.arange(num))
+    others = jnp.maximum(others, 0.0)
+    given_one = jnp.concatenate([jnp.zeros((num, 1), others.dtype), others[:, :-1]], axis=1)
+    unknown = probs[:, None] * given_one + (1.0 - probs[:, None]) * others
+    return others, given_one, unknown
+
+
+def _check_unit_closed(name, arr):
+    if _validate.is_concrete(arr) and not np.all((np.asarray(arr) >= 0) & (np.asarray(arr) <= 1)):
+        raise ValueError(f"{name} must lie in [0, 1]")
+
+
+def counting_query(user_probs, pair: str = "0-1") -> PairSet:
+    """Pair set of the counting query (Kantorovich paper §3.4, Figures 1, 2 and 5), one pair per user.
+
+    ``pair``: ``"0-1"`` — (S_i = 0, S_i = 1), the set 𝕊_i; ``"0-bot"`` — (S_i = 0, S_i = ⊥);
+    ``"1-bot"`` — (S_i = 1, S_i = ⊥), the set 𝕊_⊥i. Discrete priors on {0, …, V}, symmetric.
+    """
+    _validate.choice("pair", pair, COUNTING_PAIRS)
+    zero, one, unknown = counting_query_pmfs(user_probs)
+    support = jnp.arange(zero.shape[1], dtype=jnp.float64)
+    prior = {"0": zero, "1": one, "bot": unknown}
+    first, second = pair.split("-")
+    make = lambda pmf: Discrete.tree_unflatten(None, (jnp.broadcast_to(support, pmf.shape), pmf))  # noqa: E731
+    return PairSet(make(prior[first]), make(prior[second]), symmetric=True)
 
 
 def concatenate(*pair_sets: PairSet) -> PairSet:

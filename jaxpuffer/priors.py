@@ -5,13 +5,15 @@ adversaries) is one object that ``jit``, ``vmap`` and ``grad`` pass through. Con
 validates concrete inputs eagerly (finite values, std ≥ 0, broadcastable shapes); JAX's own
 unflattening bypasses validation, so tracers and vmap placeholders flow freely.
 
-MATH.md §2: Gaussian X | s ~ N(μ, σ²), σ = 0 being a point mass (the differential-privacy case).
+MATH.md §2: Gaussian X | s ~ N(μ, σ²), σ = 0 being a point mass (the differential-privacy case);
+Discrete, a pmf on a finite sorted alphabet (Kantorovich paper).
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from . import _validate
 
@@ -88,3 +90,88 @@ class Gaussian(_Prior):
         if not self.batch_shape:
             raise TypeError("len() of a Gaussian prior with an empty batch shape")
         return self.batch_shape[0]
+
+
+@jax.tree_util.register_pytree_node_class
+class Discrete(_Prior):
+    """A pmf on a finite sorted alphabet (the Kantorovich paper's priors), any batch shape.
+
+    Args:
+      support: the alphabet x_1 ≤ … ≤ x_n along the last axis (finite, non-decreasing; a repeated
+        point is allowed, which lets pmfs of different sizes be padded to one width).
+      probs: P(X = x_k) ≥ 0 along the last axis, summing to 1 within 1e-9 (the sum is then
+        renormalised to 1 exactly).
+
+    ``support`` and ``probs`` are broadcast to a common shape ``batch_shape + (n,)``; a 1-D
+    ``support`` shared by a batch of ``probs`` is the usual form.
+    """
+
+    _fields = ("support", "probs")
+    support: jax.Array
+    probs: jax.Array
+
+    def __init__(self, support, probs):
+        support = _validate.float_array("support", support)
+        probs = _validate.float_array("probs", probs)
+        if support.ndim == 0 or probs.ndim == 0:
+            raise ValueError("support and probs must have an atom axis (last axis); got a scalar")
+        shape = _validate.broadcast_shapes(support=support.shape, probs=probs.shape)
+        if shape[-1] == 0:
+            raise ValueError("support must hold at least one point")
+        _validate.nonnegative("probs", probs)
+        if _validate.is_concrete(support) and np.any(np.diff(np.asarray(support), axis=-1) < 0):
+            raise ValueError("support must be sorted in non-decreasing order along its last axis")
+        if _validate.is_concrete(probs):
+            total = np.sum(np.asarray(probs), axis=-1)
+            if np.any(np.abs(total - 1.0) > 1e-9):
+                bad = total[np.abs(total - 1.0) > 1e-9].ravel()[0]
+                raise ValueError(f"probs must sum to 1 along the last axis (within 1e-9); got a sum of {bad!r}")
+        probs = probs / jnp.sum(probs, axis=-1, keepdims=True)
+        self._set(support=jnp.broadcast_to(support, shape), probs=jnp.broadcast_to(probs, shape))
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return tuple(self.probs.shape[:-1])
+
+    @property
+    def num_atoms(self) -> int:
+        return self.probs.shape[-1]
+
+    @property
+    def cdf(self) -> jax.Array:
+        """F(x_k) = Σ_{l ≤ k} P(X = x_l), the last entry exactly 1."""
+        return jnp.cumsum(self.probs, axis=-1).at[..., -1].set(1.0)
+
+    @property
+    def mean(self) -> jax.Array:
+        return jnp.sum(self.support * self.probs, axis=-1)
+
+    def broadcast_to(self, shape) -> "Discrete":
+        return self._map(lambda a: jnp.broadcast_to(a, tuple(shape) + a.shape[-1:]))
+
+    def reshape(self, *shape) -> "Discrete":
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return self._map(lambda a: a.reshape(*shape, a.shape[-1]))
+
+    def __getitem__(self, index) -> "Discrete":
+        index = index if isinstance(index, tuple) else (index,)
+        return self._map(lambda a: a[index + (Ellipsis,)] if Ellipsis not in index else a[index])
+
+    def __len__(self) -> int:
+        if not self.batch_shape:
+            raise TypeError("len() of a Discrete prior with an empty batch shape")
+        return self.batch_shape[0]
+
+    @classmethod
+    def from_values(cls, values, alphabet) -> "Discrete":
+        """The empirical pmf of ``values`` on ``alphabet`` (sorted); a value outside it is an error."""
+        alphabet = np.asarray(alphabet, dtype=float)
+        values = np.asarray(values, dtype=float).ravel()
+        if values.size == 0:
+            raise ValueError("values must hold at least one observation")
+        idx = np.searchsorted(alphabet, values)
+        inside = (idx < alphabet.size) & (alphabet[np.minimum(idx, alphabet.size - 1)] == values)
+        if not np.all(inside):
+            raise ValueError(f"values must lie on the alphabet; got {values[~inside][0]!r}")
+        counts = np.bincount(idx, minlength=alphabet.size)
+        return cls(alphabet, counts / counts.sum())

@@ -1,0 +1,44 @@
+"""Bracketed scalar root finders, vectorized over brackets (used by the exact evaluators)."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+
+def illinois(fun, a, c, fa, fc, steps):
+    """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi."""
+
+    def step(_, state):
+        a, c, fa, fc, side = state
+        denom = jnp.where(fc != fa, fc - fa, 1.0)
+        x = c - fc * (c - a) / denom
+        x = jnp.where((x > jnp.minimum(a, c)) & (x < jnp.maximum(a, c)), x, 0.5 * (a + c))
+        fx = fun(x)
+        same = jnp.sign(fx) == jnp.sign(fc)
+        fa = jnp.where(same, jnp.where(side == 1, 0.5 * fa, fa), fc)
+        a = jnp.where(same, a, c)
+        return a, x, fa, fx, jnp.where(same, 1, -1)
+
+    a, c, fa, fc, _ = jax.lax.fori_loop(0, steps, step, (a, c, fa, fc, jnp.zeros(a.shape, int)))
+    return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
+
+
+def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
+    """Root of f in [a, c] (sign change, f(a) = fa, f(c) = fc) by Newton steps kept inside the
+    bracket, starting from the regula-falsi point."""
+    pos_left = fa > 0
+    denom = jnp.where(fc != fa, fc - fa, 1.0)
+    start = jnp.clip(a - fa * (c - a) / denom, jnp.minimum(a, c), jnp.maximum(a, c))
+
+    def step(_, state):
+        lo, hi, x = state
+        f, df = fun_and_slope(x)
+        right_of_root = (f > 0) != pos_left  # f has the sign of the right end
+        lo, hi = jnp.where(right_of_root, lo, x), jnp.where(right_of_root, x, hi)
+        x_new = x - f / jnp.where(df != 0, df, 1.0)
+        ok = (df != 0) & (x_new >= lo) & (x_new <= hi)  # a converged step sits on an end
+        return lo, hi, jnp.where(ok, x_new, 0.5 * (lo + hi))
+
+    _, _, x = jax.lax.fori_loop(0, steps, step, (a, c, start))
+    return x

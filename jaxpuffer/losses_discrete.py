@@ -1,0 +1,247 @@
+"""Privacy loss δ(b) for discrete priors (Kantorovich paper; MATH.md §1, §3, §8).
+
+A discrete prior on atoms x_1 ≤ … ≤ x_n released with noise N is a finite mixture of noise
+kernels, p(y) = Σ_k p_k k_b(y − x_k). Arrays carry the atoms on their last axis; ``p`` and ``q``
+are the pmfs of s_i and s_j on one aligned support ``x``.
+
+**Exact, Laplace noise — closed form.** Between consecutive atoms x_m ≤ y ≤ x_{m+1}, with
+t = y − x_m and L = x_{m+1} − x_m,
+
+    2b·p(y) = A_m e^{−t/b} + B_{m+1} e^{−(L − t)/b},
+    A_m = Σ_{k ≤ m} p_k e^{−(x_m − x_k)/b},   B_m = Σ_{k ≥ m} p_k e^{−(x_k − x_m)/b},
+
+(A and B by an associative scan of positive terms: no cancellation), and likewise for q. So on
+each segment p − e^ε q = (α e^{−t/b} + β e^{−(L−t)/b})/2b with α = A^p − e^ε A^q,
+β = B^p − e^ε B^q: positive on the whole segment (α, β ≥ 0), nowhere (α, β ≤ 0), or on one side
+of the single root t* = (L + b log(−α/β))/2. Beyond the outer atoms it is an exponential of
+constant sign. δ = Σ of [P − e^ε Q] over those pieces, each piece's masses in closed form
+(expm1, no cancellation); it is rounded up by ``_ULPS`` ulps of the masses involved and of every
+segment whose α or β sign is within rounding of zero.
+
+**Exact, Gaussian noise — certified grid.** r(y) = log p(y) − log q(y) − ε is evaluated (log-sum-exp)
+on ``_GRID`` points over [x_1 − Tθ, x_n + Tθ], T = 12 (the mass beyond is < 2e-33 and is added to
+δ); each sign change is refined by safeguarded Newton steps (r' = (m_p(y) − m_q(y))/θ², the
+posterior means of the atom), and δ = Σ [P − e^ε Q] over the positive pieces, in Φ-differences.
+Certification: f = p − e^ε q = Σ c_k φ_θ(y − x_k) has at most S⁻(c) zeros (the Gaussian kernel is
+totally positive; S⁻ = sign changes of c_k = p_k − e^ε q_k). When the grid finds S⁻(c) sign
+changes, every root is found, one per cell, and δ is exact. Otherwise each cell is tested with
+the curvature bound |r''| ≤ R²/(4θ⁴), R = x_n − x_1 (r'' = (Var_p − Var_q)/θ⁴ of the posterior over
+atoms): a cell that might hide an excursion above 0, a dip below 0, or a second root adds its
+P (and/or e^ε Q) mass to δ. The result is never below the true δ; it is tight unless θ ≪ R.
+
+The same regions give the *probabilistic* δ of the Kantorovich paper's Theorem 3 (δ-approximation):
+P_{Y∼p}(log p(Y)/q(Y) > ε) = P(A), A = {p > e^ε q}, which is ≥ the hockey-stick P(A) − e^ε Q(A).
+
+**Coupling bound (Appendix E of the Gaussian-priors paper).** For any coupling π of the priors,
+δ ≤ Σ π(x, x') h(|x − x'|) with h the hockey-stick of the noise against its shift: Laplace
+(1 − e^{ε − w/b})_+, Gaussian the analytic Gaussian mechanism. With π = π* (quantile plan).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax.nn import logsumexp
+
+from .couplings import quantile_masses
+from ._roots import newton_in_bracket
+from .noise import normal_mass, shift_agm
+
+_ULPS = 64
+_EPS64 = float(jnp.finfo(jnp.float64).eps)
+_GRID = 1024  # grid points for Gaussian noise
+_TAIL_SIGMAS = 12.0
+_TAIL_MASS = 1.8e-33  # ≥ Φ(−12)
+_NEWTON_STEPS = 8
+
+
+# ----------------------------------------------------------------------------- no noise
+
+
+def atom_hockey(x, p, q, eps):
+    """Σ_x [p(x) − e^ε q(x)]_+ of the priors themselves (b = 0), atoms at equal points merged."""
+    n = x.shape[-1]
+    group = jnp.cumsum(jnp.concatenate([jnp.zeros(x.shape[:-1] + (1,), int), (jnp.diff(x, axis=-1) > 0).astype(int)], axis=-1), axis=-1)
+    onehot = group[..., :, None] == jnp.arange(n)
+    pg = jnp.sum(jnp.where(onehot, p[..., :, None], 0.0), axis=-2)
+    qg = jnp.sum(jnp.where(onehot, q[..., :, None], 0.0), axis=-2)
+    e_eps = jnp.exp(eps)[..., None]
+    return jnp.minimum(jnp.sum(jnp.maximum(pg - e_eps * qg, 0.0) + _ULPS * _EPS64 * (pg + e_eps * qg) * (pg > 0), axis=-1), 1.0)
+
+
+# ----------------------------------------------------------------------------- Laplace noise
+
+
+def _decayed_sums(weights, decay):
+    """y_m = w_m + decay_m y_{m−1} along the last axis (decay_0 unused), by an associative scan."""
+
+    def combine(left, right):
+        return left[0] * right[0], right[0] * left[1] + right[1]
+
+    return jax.lax.associative_scan(combine, (decay, weights), axis=-1)[1]
+
+
+def _laplace_hockey(x, p, q, b, eps):
+    """∫ [p ⊛ L(b) − e^ε q ⊛ L(b)]_+ dy in closed form, one order; x, p, q (..., n), b, eps (...)."""
+    b_, e_eps = b[..., None], jnp.exp(eps)[..., None]
+    gap = jnp.diff(x, axis=-1)
+    decay = jnp.exp(-gap / b_)
+    zero = jnp.zeros(x.shape[:-1] + (1,), x.dtype)
+    left = jnp.concatenate([zero, decay], axis=-1)
+    right = jnp.flip(jnp.concatenate([decay, zero], axis=-1), axis=-1)
+    weights = jnp.stack([p, q])
+    A = _decayed_sums(weights, jnp.broadcast_to(left, weights.shape))
+    B = jnp.flip(_decayed_sums(jnp.flip(weights, -1), jnp.broadcast_to(right, weights.shape)), -1)
+    (Ap, Aq), (Bp, Bq) = A, B
+    tol = _ULPS * _EPS64
+    # tails: ½ B_1 beyond the first atom, ½ A_n beyond the last
+    tails_p = 0.5 * jnp.stack([Bp[..., 0], Ap[..., -1]])
+    tails_q = 0.5 * jnp.stack([Bq[..., 0], Aq[..., -1]])
+    tails_in = tails_p - e_eps[..., 0] * tails_q > 0
+    tails_amb = jnp.abs(tails_p - e_eps[..., 0] * tails_q) <= tol * (tails_p + e_eps[..., 0] * tails_q)
+    # segments m = 1 … n−1
+    ap, aq, bp, bq = Ap[..., :-1], Aq[..., :-1], Bp[..., 1:], Bq[..., 1:]
+    alpha, beta = ap - e_eps * aq, bp - e_eps * bq
+    both = (alpha >= 0) & (beta >= 0)
+    split = (alpha > 0) != (beta > 0)
+    split &= (alpha != 0) & (beta != 0)
+    ratio = jnp.log(jnp.where(split, jnp.abs(alpha), 1.0)) - jnp.log(jnp.where(split, jnp.abs(beta), 1.0))
+    t_star = jnp.clip(0.5 * (gap + b_ * ratio), 0.0, gap)
+    t1 = jnp.where(both | ~split | (alpha > 0), 0.0, t_star)
+    t2 = jnp.where(both, gap, jnp.where(split, jnp.where(alpha > 0, t_star, gap), 0.0))
+    width = -jnp.expm1(-(t2 - t1) / b_)  # 1 − e^{−(t2 − t1)/b}
+    from_left, from_right = jnp.exp(-t1 / b_) * width, jnp.exp(-(gap - t2) / b_) * width
+    mass_p = 0.5 * (ap * from_left + bp * from_right)
+    mass_q = 0.5 * (aq * from_left + bq * from_right)
+    seg_total = -0.5 * jnp.expm1(-gap / b_) * (ap + bp + e_eps * (aq + bq))
+    ambiguous = (jnp.abs(alpha) <= tol * (ap + e_eps * aq)) | (jnp.abs(beta) <= tol * (bp + e_eps * bq))
+    value = jnp.sum(jnp.maximum(mass_p - e_eps * mass_q, 0.0), axis=-1)
+    value += jnp.sum(jnp.where(tails_in, tails_p - e_eps[..., 0] * tails_q, 0.0), axis=0)
+    slack = jnp.sum(mass_p + e_eps * mass_q + jnp.where(ambiguous, seg_total, 0.0), axis=-1)
+    slack += jnp.sum(jnp.where(tails_in | tails_amb, tails_p + e_eps[..., 0] * tails_q, 0.0), axis=0)
+    return jnp.minimum(value + tol * slack, 1.0)
+
+
+# ----------------------------------------------------------------------------- Gaussian noise
+
+
+def _sign_changes(c):
+    """S⁻(c): sign changes of the nonzero entries of a 1-D vector."""
+    s = jnp.sign(c)
+    nonzero = s != 0
+    # carry the last nonzero sign forward
+    last = jax.lax.associative_scan(lambda a, b: jnp.where(b != 0, b, a), s)
+    prev = jnp.concatenate([jnp.zeros(1, s.dtype), last[:-1]])
+    return jnp.sum(nonzero & (prev != 0) & (s != prev))
+
+
+def _gaussian_regions_one(x, p, q, theta, eps):
+    """(hockey-stick δ, probabilistic δ) of one pair, one order, Gaussian noise std θ > 0."""
+    e_eps = jnp.exp(eps)
+    log_p = jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)), -jnp.inf)
+    log_q = jnp.where(q > 0, jnp.log(jnp.where(q > 0, q, 1.0)), -jnp.inf)
+
+    def r_and_slope(y):
+        z = (y[..., None] - x) / theta
+        ap, aq = log_p - 0.5 * z**2, log_q - 0.5 * z**2
+        lp, lq = logsumexp(ap, axis=-1), logsumexp(aq, axis=-1)
+        mp = jnp.sum(jnp.exp(ap - lp[..., None]) * x, axis=-1)
+        mq = jnp.sum(jnp.exp(aq - lq[..., None]) * x, axis=-1)
+        return lp - lq - eps, (mp - mq) / theta**2
+
+    lo, hi = x[0] - _TAIL_SIGMAS * theta, x[-1] + _TAIL_SIGMAS * theta
+    y = jnp.linspace(lo, hi, _GRID)
+    h = (hi - lo) / (_GRID - 1)
+    r, _ = r_and_slope(y)
+    pos = r > 0
+    ra, rc, a, c = r[:-1], r[1:], y[:-1], y[1:]
+    change = pos[:-1] != pos[1:]
+    root = newton_in_bracket(r_and_slope, a, c, ra, rc, _NEWTON_STEPS)
+    root = jax.lax.stop_gradient(jnp.where(change, root, a))
+    u = jnp.where(pos[:-1], a, root)  # positive piece [u, v] of each cell
+    v = jnp.where(pos[1:], c, root)
+    has_piece = pos[:-1] | pos[1:]
+
+    def masses(u, v):
+        zu, zv = (u[..., None] - x) / theta, (v[..., None] - x) / theta
+        cell = normal_mass(zu, zv)
+        return jnp.sum(p * cell, axis=-1), jnp.sum(q * cell, axis=-1)
+
+    mp, mq = masses(u, v)
+    mp, mq = jnp.where(has_piece, mp, 0.0), jnp.where(has_piece, mq, 0.0)
+    cell_p, cell_q = masses(a, c)
+    # certification (see the module docstring)
+    exact = jnp.sum(change) == _sign_changes(p - e_eps * q)
+    spread = x[-1] - x[0]
+    curv = spread**2 / (4.0 * theta**4)
+    bow = curv * h**2 / 8.0
+    hidden_peak = ~pos[:-1] & ~pos[1:] & (jnp.maximum(ra, rc) + bow > 0)
+    hidden_dip = pos[:-1] & pos[1:] & (jnp.minimum(ra, rc) - bow < 0)
+    many_roots = change & (jnp.abs(rc - ra) <= curv * h**2)
+    slack_p = jnp.where(exact, 0.0, jnp.sum(jnp.where(hidden_peak | many_roots | hidden_dip, cell_p, 0.0)))
+    slack_q = jnp.where(exact, 0.0, jnp.sum(jnp.where(hidden_dip | many_roots, cell_q, 0.0)))
+    tail = _TAIL_MASS * (1.0 + e_eps)
+    p_a, q_a = jnp.sum(mp), jnp.sum(mq)
+    rounding = _ULPS * _EPS64 * (p_a + e_eps * q_a)
+    hockey = jnp.maximum(p_a - e_eps * q_a, 0.0) + rounding + slack_p + e_eps * slack_q + tail
+    prob = p_a + rounding + slack_p + tail
+    return jnp.minimum(hockey, 1.0), jnp.minimum(prob, 1.0)
+
+
+def _gaussian_regions(x, p, q, theta, eps):
+    """Batched :func:`_gaussian_regions_one` (θ > 0 selected; θ = 0 gives the atoms' own δ)."""
+    batch = p.shape[:-1]
+    n = p.shape[-1]
+    ok = theta > 0
+    flat = lambda a: jnp.broadcast_to(a, batch + (n,)).reshape(-1, n)  # noqa: E731
+    th = jnp.broadcast_to(jnp.where(ok, theta, 1.0), batch).reshape(-1)
+    ep = jnp.broadcast_to(eps, batch).reshape(-1)
+    hockey, prob = jax.vmap(_gaussian_regions_one)(flat(x), flat(p), flat(q), th, ep)
+    atoms = atom_hockey(x, p, q, eps)
+    return jnp.where(ok, hockey.reshape(batch), atoms), jnp.where(ok, prob.reshape(batch), atoms)
+
+
+# ----------------------------------------------------------------------------- per level
+
+
+def _both_orders(fn, x, p, q, b, eps, symmetric):
+    forward = fn(x, p, q, b, eps)
+    return jnp.where(symmetric, jnp.maximum(forward, fn(x, q, p, b, eps)), forward)
+
+
+def _laplace_exact(x, p, q, b, eps):
+    ok = b > 0
+    noisy = _laplace_hockey(x, p, q, jnp.where(ok, b, 1.0), eps)
+    return jnp.where(ok, noisy, atom_hockey(x, p, q, eps))
+
+
+def coupling_bound(x, p, q, b, eps, noise):
+    """Σ π*(x, x') h(|x − x'|): the coupling bound of the quantile plan (valid for any plan)."""
+    mass = quantile_masses(p, q)
+    w = jnp.abs(x[..., :, None] - x[..., None, :])
+    b_, eps_ = b[..., None, None], eps[..., None, None]
+    if noise == "laplace":
+        h = jnp.maximum(-jnp.expm1(eps_ - w / jnp.where(b_ > 0, b_, 1.0)), 0.0)
+        h = jnp.where(b_ > 0, h, (w > 0).astype(w.dtype))
+    else:
+        h = jnp.where(b_ > 0, shift_agm(w, jnp.where(b_ > 0, b_, 1.0), eps_), (w > 0).astype(w.dtype))
+    return jnp.minimum(jnp.sum(mass * h, axis=(-2, -1)) * (1.0 + _ULPS * _EPS64), 1.0)
+
+
+def discrete_delta(level: str, noise: str, x, p, q, b, eps, symmetric):
+    """δ per pair at ``level`` ("exact" or "coupling") for discrete priors; arrays as above,
+    ``b`` and ``eps`` broadcast to the batch shape. No validation."""
+    batch = p.shape[:-1]
+    b, eps = jnp.broadcast_to(b, batch), jnp.broadcast_to(eps, batch)
+    if level == "coupling":
+        return coupling_bound(x, p, q, b, eps, noise)
+    if noise == "laplace":
+        return _both_orders(_laplace_exact, x, p, q, b, eps, symmetric)
+    return _both_orders(lambda *a: _gaussian_regions(*a)[0], x, p, q, b, eps, symmetric)
+
+
+def discrete_probabilistic(x, p, q, theta, eps, symmetric):
+    """max over orders of P_{Y∼p}(log p(Y)/q(Y) > ε), Gaussian noise (certified upper bound)."""
+    batch = p.shape[:-1]
+    theta, eps = jnp.broadcast_to(theta, batch), jnp.broadcast_to(eps, batch)
+    return _both_orders(lambda *a: _gaussian_regions(*a)[1], x, p, q, theta, eps, symmetric)
