@@ -38,8 +38,13 @@ import optax
 
 from . import _validate
 from .bounds import _gaussian_pairs, theorem1_scale
+from . import kantorovich
+from .couplings import quantile_masses
+from .kantorovich import THEOREM3_CONSTANTS
 from .losses import pair_delta, prior_delta
+from .losses_discrete import atom_hockey, discrete_delta
 from .pairs import PairSet
+from .priors import Discrete
 from .tau import METHODS as TAU_METHODS
 from .tau import tau_star_unchecked
 
@@ -93,32 +98,63 @@ class Calibration(NamedTuple):
 
 
 class _Config(NamedTuple):
-    """Static search settings (one compiled search per distinct value)."""
+    """Static search settings (one compiled search per distinct value).
+
+    ``family`` names the prior type and the per-pair parameter tuple the search carries:
+    ``"gaussian"`` — (Δμ, σ_i, σ_j); ``"discrete"`` — (support, p_i, p_j), atoms on the last axis.
+    """
 
     level: str
     noise: str
     solver: str
     rtol: float
+    family: str = "gaussian"
 
 
 # ----------------------------------------------------------------------------- per-pair search
 
 
-def _delta(cfg: _Config, symmetric, b, d_mu, s1, s2, eps):
-    return pair_delta(cfg.level, cfg.noise, d_mu, s1, s2, b, eps, symmetric)
+def _delta(cfg: _Config, symmetric, b, params, eps):
+    if cfg.family == "discrete":
+        return discrete_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
+    return pair_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
 
 
-def _delta_at_zero(cfg: _Config, symmetric, d_mu, s1, s2, eps):
+def _delta_at_zero(cfg: _Config, symmetric, params, eps):
+    if cfg.family == "discrete":
+        x, p, q = params
+        same = jnp.all(p == q, axis=-1)
+        if cfg.level == "exact":
+            return jnp.where(symmetric, jnp.maximum(atom_hockey(x, p, q, eps), atom_hockey(x, q, p, eps)), atom_hockey(x, p, q, eps))
+        return jnp.where(same, 0.0, 1.0)
+    d_mu, s1, s2 = params
     if cfg.level == "exact":
         return prior_delta(d_mu, s1, s2, eps, symmetric)
     return jnp.where((d_mu == 0) & (s1 == s2), 0.0, 1.0)
 
 
-def _initial_bracket(cfg: _Config, d_mu, s1, s2, eps, target):
+def _discrete_guess(cfg: _Config, params, eps, target):
+    """Kantorovich Theorem 1 (Laplace: Δ/ε, pure ε) or Theorem 3(b) with the corrected constant
+    (Gaussian noise), Δ the ℓ1 sensitivity of the quantile plan with no support tolerance."""
+    x, p, q = params
+    mass = quantile_masses(p, q)
+    spread = jnp.max(jnp.where(mass > 0, jnp.abs(x[..., :, None] - x[..., None, :]), 0.0), axis=(-2, -1))
+    if cfg.noise == "laplace":
+        return spread / eps
+    k = THEOREM3_CONSTANTS["corrected"] * target ** (-1.0 / 3.0)
+    return (k + jnp.sqrt(k**2 + eps / 2.0)) * spread / eps
+
+
+def _initial_bracket(cfg: _Config, params, eps, target):
     """(hi, start): a scale expected to be feasible — Theorem 1's (5), which bounds every level for
-    Laplace noise and is a first guess for Gaussian noise — and the first point to evaluate:
-    b_pure of MATH.md §6 where smaller (exact level, Laplace), else hi. Neither is trusted: the
-    search verifies them."""
+    Laplace noise and is a first guess for Gaussian noise (discrete priors: the Kantorovich
+    paper's Theorem 1 or 3(b)) — and the first point to evaluate: b_pure of MATH.md §6 where
+    smaller (exact level, Laplace, Gaussian priors), else hi. Neither is trusted: the search
+    verifies them."""
+    if cfg.family == "discrete":
+        hi = jnp.maximum(_discrete_guess(cfg, params, eps, target) * _ROUND_UP, 1e-300)
+        return hi, hi
+    d_mu, s1, s2 = params
     hi = theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * _ROUND_UP
     hi = jnp.maximum(hi, 1e-300)
     start = hi
@@ -128,7 +164,7 @@ def _initial_bracket(cfg: _Config, d_mu, s1, s2, eps, target):
     return hi, start
 
 
-def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter, symmetric):
+def _search(cfg: _Config, params, eps, target, max_iter, symmetric):
     """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs.
 
     One ``lax.while_loop``; each iteration evaluates δ once per pair (with its slope for the optax
@@ -141,8 +177,8 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter, symmetric):
     (hi/lo − 1 ≤ rtol) with ``hi`` verified, or when δ(0) ≤ target (answer 0).
     """
     f = partial(_delta, cfg, symmetric)
-    zero_ok = _delta_at_zero(cfg, symmetric, d_mu, s1, s2, eps) <= target
-    hi0, start = _initial_bracket(cfg, d_mu, s1, s2, eps, target)
+    zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
+    hi0, start = _initial_bracket(cfg, params, eps, target)
     log_tol = math.log1p(cfg.rtol)
     log_target = jnp.log(target)
     transform = optax.chain(optax.clip(2.0), optax.scale(-1.0))
@@ -153,9 +189,9 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter, symmetric):
         u, log_lo, log_hi, hi_ok, opt_state, it, done = state
         b = jnp.exp(u)
         if newton:
-            d, dd = jax.jvp(lambda bb: f(bb, d_mu, s1, s2, eps), (b,), (b,))  # dd = dδ/du
+            d, dd = jax.jvp(lambda bb: f(bb, params, eps), (b,), (b,))  # dd = dδ/du
         else:
-            d, dd = f(b, d_mu, s1, s2, eps), jnp.zeros_like(b)
+            d, dd = f(b, params, eps), jnp.zeros_like(b)
         feasible = d <= target
         at_hi = u >= log_hi
         live = ~done
@@ -205,32 +241,32 @@ def _search(cfg: _Config, d_mu, s1, s2, eps, target, max_iter, symmetric):
 
 
 @partial(jax.jit, static_argnums=0)
-def _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric):
-    return _search(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric)
+def _search_jit(cfg, params, eps, target, max_iter, symmetric):
+    return _search(cfg, params, eps, target, max_iter, symmetric)
 
 
-@partial(jax.custom_jvp, nondiff_argnums=(0, 6, 7))
-def _root(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric):
+@partial(jax.custom_jvp, nondiff_argnums=(0, 4, 5))
+def _root(cfg, params, eps, target, max_iter, symmetric):
     """The per-pair calibrated scale; differentiable by the implicit function theorem."""
-    return _search_jit(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric)[0]
+    return _search_jit(cfg, params, eps, target, max_iter, symmetric)[0]
 
 
 @partial(jax.jit, static_argnums=0)
 def _implicit_tangent(cfg, symmetric, b, primals, tangents):
     """db = (dδ_target − ∂_θ δ · dθ) / ∂_b δ at the root δ(b(θ); θ) = δ_target (0 where b = 0)."""
-    d_mu, s1, s2, eps, _ = primals
+    params, eps, _ = primals
     b_pos = jnp.where(b > 0, b, 1.0)
-    _, d_theta = jax.jvp(lambda *p: _delta(cfg, symmetric, b_pos, *p), (d_mu, s1, s2, eps), tuple(tangents[:4]))
-    _, d_b = jax.jvp(lambda bb: _delta(cfg, symmetric, bb, d_mu, s1, s2, eps), (b_pos,), (jnp.ones_like(b_pos),))
+    _, d_theta = jax.jvp(lambda pr, e: _delta(cfg, symmetric, b_pos, pr, e), (params, eps), tangents[:2])
+    _, d_b = jax.jvp(lambda bb: _delta(cfg, symmetric, bb, params, eps), (b_pos,), (jnp.ones_like(b_pos),))
     ok = (b > 0) & (d_b < 0)
-    return jnp.where(ok, (tangents[4] - d_theta) / jnp.where(ok, d_b, -1.0), 0.0)
+    return jnp.where(ok, (tangents[2] - d_theta) / jnp.where(ok, d_b, -1.0), 0.0)
 
 
 @_root.defjvp
 def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
     b = _root(cfg, *primals, max_iter, symmetric)
-    tangents = tuple(jnp.broadcast_to(t, jnp.shape(p)).astype(jnp.float64) for t, p in zip(tangents, primals))
-    return b, _implicit_tangent(cfg, symmetric, b, tuple(primals), tangents)
+    tangents = jax.tree_util.tree_map(lambda t, p: jnp.broadcast_to(t, jnp.shape(p)).astype(jnp.float64), tangents, primals)
+    return b, _implicit_tangent(cfg, symmetric, b, tuple(primals), tuple(tangents))
 
 
 # ----------------------------------------------------------------------------- certificate
@@ -239,33 +275,42 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 _prior_delta_jit = jax.jit(prior_delta)
 
 
-@partial(jax.jit, static_argnames="noise")
-def _exact_delta_jit(d_mu, s1, s2, b, eps, noise, symmetric):
-    return pair_delta("exact", noise, d_mu, s1, s2, b, eps, symmetric)
+@partial(jax.jit, static_argnames=("noise", "family"))
+def _exact_delta_jit(params, b, eps, noise, symmetric, family):
+    return _delta(_Config("exact", noise, "bisection", 0.0, family), symmetric, b, params, eps)
 
 
-def _max_exact_delta(d_mu, s1, s2, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
+def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
     """A certified max over pairs of the exact δ at one scale, pruned by the coupling bound L1 ≥ L0.
 
-    Laplace: pairs are visited in decreasing order of their L1 bound, ``chunk`` at a time, until
-    the next bound is ≤ the running max (then the max is exact) or ``budget`` chunks are spent
-    (then the largest remaining L1 bound stands in for the unvisited pairs: still an upper bound).
-    Gaussian noise: the exact closed form for every pair.
+    Gaussian priors, Laplace noise: pairs are visited in decreasing order of their L1 bound,
+    ``chunk`` at a time, until the next bound is ≤ the running max (then the max is exact) or
+    ``budget`` chunks are spent (then the largest remaining L1 bound stands in for the unvisited
+    pairs: still an upper bound). Gaussian noise, and discrete priors: every pair, in chunks.
     """
+    if family == "discrete":
+        total = params[0].shape[0]
+        best = 0.0
+        for start in range(0, total, chunk):
+            idx = np.arange(start, min(start + chunk, total))
+            part = _pad_take(params, idx, _bucket(idx.size, chunk))
+            best = max(best, float(jnp.max(_exact_delta_jit(tuple(part), scale, eps, noise, symmetric, family))))
+        return jnp.asarray(best)
+    d_mu, s1, s2 = params
     if float(scale) == 0.0:  # no noise: the priors' own hockey-stick, closed form for every pair
         return jnp.max(_prior_delta_jit(d_mu, s1, s2, eps, symmetric))
     if noise == "gaussian" or d_mu.size <= chunk:
         idx = np.arange(d_mu.size)
-        padded = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, max(chunk, idx.size)))
-        return jnp.max(_exact_delta_jit(*padded, scale, eps, noise, symmetric))
+        padded = _pad_take(params, idx, _bucket(idx.size, max(chunk, idx.size)))
+        return jnp.max(_exact_delta_jit(tuple(padded), scale, eps, noise, symmetric, family))
     bound = np.asarray(pair_delta("coupling", "laplace", d_mu, s1, s2, scale, eps, symmetric))
     order = np.argsort(-bound, kind="stable")
     best = 0.0
     for start in range(0, min(order.size, chunk * budget), chunk):
         if bound[order[start]] <= best:
             return jnp.asarray(best)
-        visit = _pad_take((d_mu, s1, s2), order[start : start + chunk], chunk)
-        vals = _exact_delta_jit(*visit, scale, eps, noise, symmetric)
+        visit = _pad_take(params, order[start : start + chunk], chunk)
+        vals = _exact_delta_jit(tuple(visit), scale, eps, noise, symmetric, family)
         best = max(best, float(jnp.max(vals)))
     rest = chunk * budget
     return jnp.asarray(max(best, float(bound[order[rest]]) if rest < order.size else best))
@@ -301,44 +346,44 @@ def _pad_take(arrays, idx: np.ndarray, size: int):
     """Gather ``idx`` from each array, padded to ``size`` by repeating the first index."""
     if idx.size < size:
         idx = np.concatenate([idx, np.full(size - idx.size, idx[0])])
-    return [a[idx] for a in arrays]
+    return tuple(a[idx] for a in arrays)
 
 
-def _solve_concrete(cfg, arrays, eps, target, max_iter, symmetric):
+def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
     """Search on concrete arrays: a first pass capped at ``_FIRST_PASS`` iterations over everything,
     then the few unfinished pairs again, compacted into small buckets, with the full cap."""
     first = min(max_iter, _FIRST_PASS) if cfg.solver == "optax" else max_iter
-    b, conv, iters = (np.array(x) for x in _search_jit(cfg, *arrays, eps, target, first, symmetric))
+    b, conv, iters = (np.array(x) for x in _search_jit(cfg, params, eps, target, first, symmetric))
     left = np.nonzero(~conv)[0]
     if first < max_iter and left.size:
         size = _bucket(left.size, _LEFTOVER_BUCKET)
         for start in range(0, left.size, size):
             idx = left[start : start + size]
-            b2, c2, i2 = _search_jit(cfg, *_pad_take(arrays, idx, size), eps, target, max_iter, symmetric)
+            b2, c2, i2 = _search_jit(cfg, _pad_take(params, idx, size), eps, target, max_iter, symmetric)
             b[idx], conv[idx] = np.asarray(b2)[: idx.size], np.asarray(c2)[: idx.size]
             iters[idx] = first + np.asarray(i2)[: idx.size]
     return b, conv, iters
 
 
-def _chunked_root(cfg, d_mu, s1, s2, eps, target, max_iter, symmetric, chunk_size, progress):
+def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, progress):
     """The per-pair search over flat arrays, in chunks of bounded size padded to a few compiled
     shapes. Concrete inputs: :func:`_solve_concrete`, with diagnostics. Traced inputs (jax.grad,
     jit or vmap around calibrate): the implicit-gradient root; diagnostics are then None.
     """
-    n = d_mu.shape[0]
+    n = params[0].shape[0]
     cap = n if chunk_size is None else chunk_size
-    concrete = all(_validate.is_concrete(v) for v in (d_mu, s1, s2, eps, target))
+    concrete = all(_validate.is_concrete(v) for v in (*params, eps, target))
     parts, converged, iterations = [], True, 0
     for start in range(0, n, cap):
         idx = np.arange(start, min(start + cap, n))
-        take = _pad_take((d_mu, s1, s2), idx, _bucket(idx.size, cap))
+        take = _pad_take(params, idx, _bucket(idx.size, cap))
         if concrete:
             b, conv, iters = _solve_concrete(cfg, take, eps, target, max_iter, symmetric)
             converged = converged and bool(conv[: idx.size].all())
             iterations = max(iterations, int(iters[: idx.size].max()))
             parts.append(jnp.asarray(b[: idx.size]))
         else:
-            parts.append(_root(cfg, *take, eps, target, max_iter, symmetric)[: idx.size])
+            parts.append(_root(cfg, take, eps, target, max_iter, symmetric)[: idx.size])
         if progress:
             _progress(int(idx[-1]) + 1, n)
     if not concrete:
@@ -363,13 +408,15 @@ def calibrate(
     """The noise scale that makes Y = X + N (ε, δ)-pufferfish private for every pair in ``pairs``.
 
     Args:
-      pairs: a :class:`PairSet` of Gaussian priors; every batch axis is maximised over.
+      pairs: a :class:`PairSet` of Gaussian or Discrete priors; every batch axis is maximised over.
       eps: ε > 0. delta: δ ∈ (0, 1). Scalars (tracers allowed: the result is differentiable).
       noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``).
       level: ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
         P(|W| > εb) ≤ δ (L2); ``"coupling"`` — the Monge-coupling bound (35) (L1); ``"exact"`` —
         the exact hockey-stick divergence (L0), the tightest. Scales satisfy
-        exact ≤ coupling ≤ indicator ≤ theorem.
+        exact ≤ coupling ≤ indicator ≤ theorem. Discrete priors (Kantorovich paper): ``"theorem"``
+        is its Theorem 1 (Laplace, b = Δ_π*/ε), ``"coupling"`` the bound of the quantile plan
+        π*, ``"exact"`` the exact δ; ``"indicator"`` does not apply.
       solver: ``"optax"`` (safeguarded Newton through optax) or ``"bisection"``; both return a
         scale whose δ at the level was evaluated ≤ ``delta`` and agree to ``rtol``.
       tau: τ*(δ) method for the theorem level (see :func:`jaxpuffer.tau_star`).
@@ -394,21 +441,34 @@ def calibrate(
         raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}")
     if not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
-    pairs = _gaussian_pairs(pairs, "calibrate")
+    discrete = isinstance(pairs, PairSet) and isinstance(pairs.first, Discrete)
+    family = "discrete" if discrete else "gaussian"
+    if not discrete:
+        pairs = _gaussian_pairs(pairs, "calibrate")
+    elif level == "indicator":
+        raise ValueError("level 'indicator' is for Gaussian priors; for Discrete pairs use 'theorem', 'coupling' or 'exact'")
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta)
     if eps.ndim or delta.ndim:
         raise ValueError("eps and delta must be scalars for calibrate; use jaxpuffer.bounds for arrays")
     shape = pairs.batch_shape
-    d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)
-    s1, s2 = pairs.first.std.reshape(-1), pairs.second.std.reshape(-1)
+    if discrete:
+        n = pairs.first.num_atoms
+        params = tuple(a.reshape(-1, n) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
+    else:
+        d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)
+        params = (d_mu, pairs.first.std.reshape(-1), pairs.second.std.reshape(-1))
 
     if level == "theorem":
-        per_pair, scale = _theorem_level(d_mu, s1 - s2, eps, delta, tau)
+        if discrete:
+            per_pair = kantorovich.theorem1(pairs, eps).reshape(-1)
+            scale = jnp.max(per_pair)
+        else:
+            per_pair, scale = _theorem_level(params[0], params[1] - params[2], eps, delta, tau)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
-        cfg = _Config(level, noise, solver, float(rtol))
-        per_pair, converged, iterations = _chunked_root(cfg, d_mu, s1, s2, eps, delta, max_iter, pairs.symmetric, chunk_size, progress)
+        cfg = _Config(level, noise, solver, float(rtol), family)
+        per_pair, converged, iterations = _chunked_root(cfg, params, eps, delta, max_iter, pairs.symmetric, chunk_size, progress)
         if converged is False:
             warnings.warn(
                 f"calibrate: the {solver} search did not close every bracket within max_iter={max_iter}; "
@@ -420,8 +480,8 @@ def calibrate(
         scale = jnp.max(per_pair)
         solver_name = solver
     per_pair = per_pair.reshape(shape)
-    if all(_validate.is_concrete(v) for v in (scale, d_mu, s1, s2, eps)):
-        achieved = _max_exact_delta(d_mu, s1, s2, scale, eps, noise, pairs.symmetric)
+    if all(_validate.is_concrete(v) for v in (scale, *params, eps)):
+        achieved = _max_exact_delta(family, params, scale, eps, noise, pairs.symmetric)
     else:  # under a transformation the certificate is not computed
         achieved = None
     return Calibration(

@@ -48,7 +48,9 @@ from . import _validate
 from .bounds import _gaussian_pairs
 from ._roots import illinois, newton_in_bracket
 from .noise import gauss_laplace, laplace_log_ratio, log_mills, normal_mass, shift_agm
+from .losses_discrete import discrete_delta, discrete_probabilistic
 from .pairs import PairSet
+from .priors import Discrete
 
 NOISES = ("laplace", "gaussian")
 COUPLING_METHODS = ("closed", "quadrature", "monte_carlo")
@@ -424,6 +426,27 @@ def _pair_delta_jit(d_mu, s1, s2, b, eps, level, noise, symmetric):
 # ----------------------------------------------------------------------------- public API
 
 
+@partial(jax.jit, static_argnames=("level", "noise"))
+def _discrete_delta_jit(x, p, q, b, eps, level, noise, symmetric):
+    return discrete_delta(level, noise, x, p, q, b, eps, symmetric)
+
+
+def _prepare_discrete(pairs, scale, eps, noise):
+    """(x, p, q, b, ε) of discrete pairs, broadcast to one batch shape, validated."""
+    _validate.choice("noise", noise, NOISES)
+    scale = _validate.float_array("scale", scale)
+    _validate.nonnegative("scale", scale)
+    eps = _validate.epsilon(eps)
+    shape = _validate.broadcast_shapes(pairs=pairs.batch_shape, scale=scale.shape, eps=eps.shape)
+    n = pairs.first.num_atoms
+    x, p, q = (jnp.broadcast_to(a, shape + (n,)) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
+    return x, p, q, jnp.broadcast_to(scale, shape), jnp.broadcast_to(eps, shape)
+
+
+def _is_discrete(pairs) -> bool:
+    return isinstance(pairs, PairSet) and isinstance(pairs.first, Discrete)
+
+
 def _prepare(pairs, scale, eps, noise):
     pairs = _gaussian_pairs(pairs, "the privacy-loss functions")
     _validate.choice("noise", noise, NOISES)
@@ -439,12 +462,17 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace") -> jax.Ar
     """L0: the exact δ, ∫ [p_i − e^ε p_j]_+ dy, of Y = X + N at noise scale ``scale``.
 
     Args:
-      pairs: Gaussian pairs (point masses allowed). Symmetric pairs report the max over orders.
+      pairs: Gaussian pairs (point masses allowed) or Discrete pairs. Symmetric pairs report the
+        max over orders.
       scale: Laplace b, or the Gaussian noise std θ, ≥ 0 (0: the priors' own hockey-stick).
       eps: ε > 0. ``scale`` and ``eps`` broadcast with ``pairs.batch_shape``.
       noise: ``"laplace"`` (Gaussian ⊛ Laplace density and CDF, MATH.md §6) or ``"gaussian"``
-        (two-Gaussian closed form, MATH.md §7).
+        (two-Gaussian closed form, MATH.md §7). Discrete priors: :mod:`jaxpuffer.losses_discrete`
+        (closed form for Laplace, a certified grid for Gaussian noise).
     """
+    if _is_discrete(pairs):
+        args = _prepare_discrete(pairs, scale, eps, noise)
+        return _discrete_delta_jit(*args, level="exact", noise=noise, symmetric=pairs.symmetric)
     pairs, args = _prepare(pairs, scale, eps, noise)
     return _pair_delta_jit(*args, level="exact", noise=noise, symmetric=pairs.symmetric)
 
@@ -468,10 +496,17 @@ def delta_coupling(
     * ``"closed"`` — Laplace only, MATH.md §6's closed form;
     * ``"quadrature"`` — composite Gauss–Legendre (16 × 16 nodes) in (W − Δμ)/|Δσ| on each side
       of the region where h vanishes;
+    * Discrete pairs: the bound of the quantile plan π*, Σ π*(x, x') h(|x − x'|), ``"closed"``
+      only (any noise);
     * ``"monte_carlo"`` — ``num_samples`` draws of W (``key`` required); returns
       ``(estimate, upper)``, ``upper`` an empirical-Bernstein bound at ``confidence``.
     """
     _validate.choice("method", method, COUPLING_METHODS)
+    if _is_discrete(pairs):
+        if method != "closed":
+            raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
+        args = _prepare_discrete(pairs, scale, eps, noise)
+        return _discrete_delta_jit(*args, level="coupling", noise=noise, symmetric=pairs.symmetric)
     pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps, noise)
     _validate.positive("scale", b)
     if method == "closed":
@@ -487,6 +522,24 @@ def delta_coupling(
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
     return _coupling_monte_carlo(d_mu, s1 - s2, b, eps, noise, key, num_samples, confidence)
+
+
+def delta_probabilistic(pairs: PairSet, scale, eps) -> jax.Array:
+    """The δ of the Kantorovich paper's δ-approximation (its Theorem 3), Gaussian noise std θ.
+
+    max over orders of P_{Y∼p_i}(log p_i(Y)/p_j(Y) > ε): the probability that the privacy loss
+    exceeds ε, which Theorem 3's proof bounds by δ. It is ≥ the set-based δ of Definition 1
+    (:func:`delta_exact`), which subtracts e^ε P_j of the same set. Discrete pairs only.
+    (The paper's display, p_i(y) − δ ≤ e^ε p_j(y) pointwise, compares a δ with *densities*; its
+    proof controls this probability instead, which is what is computed.)
+    """
+    if not _is_discrete(pairs):
+        raise ValueError("pairs must hold Discrete priors for delta_probabilistic")
+    x, p, q, b, eps = _prepare_discrete(pairs, scale, eps, "gaussian")
+    return _probabilistic_jit(x, p, q, b, eps, pairs.symmetric)
+
+
+_probabilistic_jit = jax.jit(discrete_probabilistic)
 
 
 def delta_indicator(pairs: PairSet, scale, eps) -> jax.Array:

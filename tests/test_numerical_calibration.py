@@ -156,7 +156,7 @@ def test_certificate_is_an_upper_bound_when_its_budget_runs_out():
     every = np.asarray(jp.delta_exact(gauss_pairs(d_mu, s1, 0.0, s2), scale, eps))
     bound = np.asarray(jp.delta_coupling(gauss_pairs(d_mu, s1, 0.0, s2), scale, eps))
     args = [jax.numpy.asarray(a) for a in (d_mu, s1, s2)]
-    got = float(_max_exact_delta(*args, scale, eps, "laplace", True, chunk=64, budget=2))
+    got = float(_max_exact_delta("gaussian", tuple(args), scale, eps, "laplace", True, chunk=64, budget=2))
     top = np.argsort(-bound, kind="stable")
     assert every.max() > 0 and got >= every.max() * (1 - 1e-12)
     assert got == pytest.approx(max(every[top[:128]].max(), bound[top[128]]), rel=1e-12)
