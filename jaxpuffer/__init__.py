@@ -5,11 +5,21 @@ import jax as _jax
 # process (the same switch as JAX_ENABLE_X64=1), before any array is created here.
 _jax.config.update("jax_enable_x64", True)
 
-from .priors import Gaussian  # noqa: E402
-from .pairs import PairSet, all_pairs, all_pairs_index, concatenate, sum_query_presence, sum_query_value  # noqa: E402
+from .priors import Discrete, Gaussian  # noqa: E402
+from .pairs import (  # noqa: E402
+    PairSet,
+    all_pairs,
+    all_pairs_index,
+    concatenate,
+    counting_query,
+    counting_query_pmfs,
+    sum_query_presence,
+    sum_query_value,
+)
 from .tau import tau_star  # noqa: E402
-from . import bounds  # noqa: E402
-from .losses import delta_coupling, delta_exact, delta_indicator, delta_theorem  # noqa: E402
+from . import bounds, kantorovich  # noqa: E402
+from .couplings import TransportPlan, plan_sensitivity, quantile_cmf, quantile_plan  # noqa: E402
+from .losses import delta_coupling, delta_exact, delta_indicator, delta_probabilistic, delta_theorem  # noqa: E402
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
 
@@ -20,13 +30,22 @@ __all__ = [
     "delta_coupling",
     "delta_exact",
     "delta_indicator",
+    "delta_probabilistic",
     "delta_theorem",
     "privatize",
+    "Discrete",
     "Gaussian",
     "PairSet",
     "all_pairs",
     "all_pairs_index",
     "concatenate",
+    "counting_query",
+    "counting_query_pmfs",
+    "kantorovich",
+    "plan_sensitivity",
+    "quantile_cmf",
+    "quantile_plan",
+    "TransportPlan",
     "sum_query_presence",
     "sum_query_value",
     "tau_star",

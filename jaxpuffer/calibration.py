@@ -42,7 +42,7 @@ from . import kantorovich
 from .couplings import quantile_masses
 from .kantorovich import THEOREM3_CONSTANTS
 from .losses import pair_delta, prior_delta
-from .losses_discrete import atom_hockey, discrete_delta
+from .losses_discrete import discrete_delta
 from .pairs import PairSet
 from .priors import Discrete
 from .tau import METHODS as TAU_METHODS
@@ -122,11 +122,8 @@ def _delta(cfg: _Config, symmetric, b, params, eps):
 
 def _delta_at_zero(cfg: _Config, symmetric, params, eps):
     if cfg.family == "discrete":
-        x, p, q = params
-        same = jnp.all(p == q, axis=-1)
-        if cfg.level == "exact":
-            return jnp.where(symmetric, jnp.maximum(atom_hockey(x, p, q, eps), atom_hockey(x, q, p, eps)), atom_hockey(x, p, q, eps))
-        return jnp.where(same, 0.0, 1.0)
+        # exact: the atoms' own hockey-stick; coupling: the plan's mass moved a nonzero distance
+        return discrete_delta(cfg.level, cfg.noise, *params, jnp.zeros_like(eps), eps, symmetric)
     d_mu, s1, s2 = params
     if cfg.level == "exact":
         return prior_delta(d_mu, s1, s2, eps, symmetric)

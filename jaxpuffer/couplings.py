@@ -63,6 +63,12 @@ def quantile_masses(p, q):
     return jnp.maximum(upper - lower, 0.0)
 
 
+def quantile_cmf(pairs: PairSet) -> jax.Array:
+    """The joint CMF of π*, C(x, x') = min{F_i(x), F_j(x')} (the Kantorovich paper's Tables 2 and 5)."""
+    pairs = _discrete_pairs(pairs, "quantile_cmf")
+    return jnp.minimum(pairs.first.cdf[..., :, None], pairs.second.cdf[..., None, :])
+
+
 def quantile_plan(pairs: PairSet, *, atol: float = DEFAULT_ATOL) -> TransportPlan:
     """The Kantorovich optimal plan π* of each discrete pair (Kantorovich paper, Appendix C).
 

@@ -211,3 +211,77 @@ def exact_delta_gaussian_scipy(mu1, s1, mu2, s2, theta, eps):
             inside = not inside
         out.append(max(total, 0.0))
     return max(out)
+
+
+# ----------------------------------------------------------------------------- discrete priors
+
+
+def _mixture_density(y, x, w, b, noise):
+    z = y[:, None] - x[None, :]
+    if noise == "laplace":
+        return np.exp(-np.abs(z) / b) @ w / (2 * b)
+    return np.exp(-0.5 * (z / b) ** 2) @ w / (np.sqrt(2 * np.pi) * b)
+
+
+def _mixture_cdf(y, x, w, b, noise):
+    z = np.subtract.outer(np.atleast_1d(y), x)
+    if noise == "laplace":
+        cdf = np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0) / b), 1 - 0.5 * np.exp(-np.maximum(z, 0) / b))
+    else:
+        cdf = special.ndtr(z / b)
+    return cdf @ w
+
+
+def discrete_delta_reference(x, p, q, b, eps, noise="laplace", points=4001):
+    """∫ [p ⊛ N − e^ε q ⊛ N]_+ for discrete priors on atoms x (numpy/scipy, one pair, one order):
+    sign changes of the density difference on a uniform scan plus the atoms, refined by 100 bisection steps,
+    masses from the closed-form mixture CDFs. b = 0: Σ [p − e^ε q]_+ over distinct points."""
+    x, p, q = (np.asarray(a, float) for a in (x, p, q))
+    e = np.exp(eps)
+    if b == 0:
+        pts = np.unique(x)
+        pp = np.array([p[x == v].sum() for v in pts])
+        qq = np.array([q[x == v].sum() for v in pts])
+        return float(np.maximum(pp - e * qq, 0).sum())
+    reach = 45 * b if noise == "laplace" else 12 * b
+    # the atoms join the scan: with Laplace noise the density ratio has its kinks there, and near
+    # the pure-ε threshold the positive set shrinks to a sliver beside an atom
+    y = np.unique(np.concatenate([np.linspace(x.min() - reach, x.max() + reach, points), x]))
+    f = lambda t: _mixture_density(t, x, p, b, noise) - e * _mixture_density(t, x, q, b, noise)  # noqa: E731
+    fy = f(y)
+    idx = np.nonzero(np.sign(fy[:-1]) != np.sign(fy[1:]))[0]
+    a, c = y[idx], y[idx + 1]
+    fa = fy[idx]
+    for _ in range(100):
+        m = 0.5 * (a + c)
+        fm = f(m)
+        left = np.sign(fm) == np.sign(fa)
+        a, c, fa = np.where(left, m, a), np.where(left, c, m), np.where(left, fm, fa)
+    edges = np.concatenate([[-np.inf], 0.5 * (a + c), [np.inf]])
+    total = 0.0
+    for lo, hi in zip(edges[:-1], edges[1:]):
+        probe = y[(y > lo) & (y < hi)]
+        if probe.size == 0 or f(probe[probe.size // 2 : probe.size // 2 + 1])[0] <= 0:
+            continue
+        mp_ = _mixture_cdf(hi, x, p, b, noise)[0] - _mixture_cdf(lo, x, p, b, noise)[0] if np.isfinite(lo) else _mixture_cdf(hi, x, p, b, noise)[0]
+        mq_ = _mixture_cdf(hi, x, q, b, noise)[0] - _mixture_cdf(lo, x, q, b, noise)[0] if np.isfinite(lo) else _mixture_cdf(hi, x, q, b, noise)[0]
+        total += max(mp_ - e * mq_, 0.0)
+    return total
+
+
+def north_west_corner(p, q):
+    """The north-west-corner (greedy monotone) coupling of two pmfs, in pure Python fractions
+    or floats: walk both pmfs left to right moving min(remaining) each step."""
+    p, q = list(p), list(q)
+    plan = [[0 * p[0] for _ in q] for _ in p]
+    i = j = 0
+    while i < len(p) and j < len(q):
+        m = min(p[i], q[j])
+        plan[i][j] += m
+        p[i] -= m
+        q[j] -= m
+        if p[i] == 0:
+            i += 1
+        else:
+            j += 1
+    return plan
