@@ -223,19 +223,10 @@ def _mixture_density(y, x, w, b, noise):
     return np.exp(-0.5 * (z / b) ** 2) @ w / (np.sqrt(2 * np.pi) * b)
 
 
-def _mixture_cdf(y, x, w, b, noise):
-    z = np.subtract.outer(np.atleast_1d(y), x)
-    if noise == "laplace":
-        cdf = np.where(z < 0, 0.5 * np.exp(np.minimum(z, 0) / b), 1 - 0.5 * np.exp(-np.maximum(z, 0) / b))
-    else:
-        cdf = special.ndtr(z / b)
-    return cdf @ w
-
-
 def discrete_delta_reference(x, p, q, b, eps, noise="laplace", points=4001):
     """∫ [p ⊛ N − e^ε q ⊛ N]_+ for discrete priors on atoms x (numpy/scipy, one pair, one order):
     sign changes of the density difference on a uniform scan plus the atoms, refined by 100 bisection steps,
-    masses from the closed-form mixture CDFs. b = 0: Σ [p − e^ε q]_+ over distinct points."""
+    masses from the closed-form kernel CDFs in mpmath (40 digits). b = 0: Σ [p − e^ε q]_+ over distinct points."""
     x, p, q = (np.asarray(a, float) for a in (x, p, q))
     e = np.exp(eps)
     if b == 0:
@@ -258,15 +249,33 @@ def discrete_delta_reference(x, p, q, b, eps, noise="laplace", points=4001):
         left = np.sign(fm) == np.sign(fa)
         a, c, fa = np.where(left, m, a), np.where(left, c, m), np.where(left, fm, fa)
     edges = np.concatenate([[-np.inf], 0.5 * (a + c), [np.inf]])
-    total = 0.0
+    total = mp.mpf(0)
     for lo, hi in zip(edges[:-1], edges[1:]):
         probe = y[(y > lo) & (y < hi)]
         if probe.size == 0 or f(probe[probe.size // 2 : probe.size // 2 + 1])[0] <= 0:
             continue
-        mp_ = _mixture_cdf(hi, x, p, b, noise)[0] - _mixture_cdf(lo, x, p, b, noise)[0] if np.isfinite(lo) else _mixture_cdf(hi, x, p, b, noise)[0]
-        mq_ = _mixture_cdf(hi, x, q, b, noise)[0] - _mixture_cdf(lo, x, q, b, noise)[0] if np.isfinite(lo) else _mixture_cdf(hi, x, q, b, noise)[0]
-        total += max(mp_ - e * mq_, 0.0)
-    return total
+        piece = _mp_mixture_mass(lo, hi, x, p, b, noise) - mp.exp(eps) * _mp_mixture_mass(lo, hi, x, q, b, noise)
+        total += max(piece, 0)
+    return float(total)
+
+
+def _mp_mass_one(lo, hi, x, b, noise):
+    """P(lo < x + N ≤ hi) for one atom, at mpmath precision (lo may be −inf, hi +inf)."""
+    b = mp.mpf(b)
+
+    def cdf(t):
+        if np.isinf(t):
+            return mp.mpf(0 if t < 0 else 1)
+        z = mp.mpf(t) - mp.mpf(x)
+        if noise == "laplace":
+            return mp.exp(z / b) / 2 if z < 0 else 1 - mp.exp(-z / b) / 2
+        return mp.ncdf(z / b)
+
+    return cdf(hi) - cdf(lo)  # 40 digits: no cancellation worth the name
+
+
+def _mp_mixture_mass(lo, hi, x, w, b, noise):
+    return sum((mp.mpf(float(wk)) * _mp_mass_one(lo, hi, float(xk), b, noise) for xk, wk in zip(x, w) if wk > 0), mp.mpf(0))
 
 
 def north_west_corner(p, q):
