@@ -66,7 +66,9 @@ def atom_hockey(x, p, q, eps):
     pg = jnp.sum(jnp.where(onehot, p[..., :, None], 0.0), axis=-2)
     qg = jnp.sum(jnp.where(onehot, q[..., :, None], 0.0), axis=-2)
     e_eps = jnp.exp(eps)[..., None]
-    return jnp.minimum(jnp.sum(jnp.maximum(pg - e_eps * qg, 0.0) + _ULPS * _EPS64 * (pg + e_eps * qg) * (pg > 0), axis=-1), 1.0)
+    excess, size = pg - e_eps * qg, _ULPS * _EPS64 * (pg + e_eps * qg)
+    # rounding slack only where the atom counts or its sign is within rounding of zero
+    return jnp.minimum(jnp.sum(jnp.maximum(excess, 0.0) + jnp.where(excess > -size, size, 0.0), axis=-1), 1.0)
 
 
 # ----------------------------------------------------------------------------- Laplace noise
