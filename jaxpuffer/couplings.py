@@ -15,6 +15,7 @@ the diagonal turns the V = 25 counting query's sensitivity of 1 into 23).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, NamedTuple
 
 import jax
@@ -69,6 +70,9 @@ def quantile_cmf(pairs: PairSet) -> jax.Array:
     return jnp.minimum(pairs.first.cdf[..., :, None], pairs.second.cdf[..., None, :])
 
 
+_quantile_masses_jit = jax.jit(quantile_masses)
+
+
 def quantile_plan(pairs: PairSet, *, atol: float = DEFAULT_ATOL) -> TransportPlan:
     """The Kantorovich optimal plan π* of each discrete pair (Kantorovich paper, Appendix C).
 
@@ -80,7 +84,7 @@ def quantile_plan(pairs: PairSet, *, atol: float = DEFAULT_ATOL) -> TransportPla
       A :class:`TransportPlan`; ``mass`` has rows summing to p_i and columns summing to p_j.
     """
     pairs = _discrete_pairs(pairs, "quantile_plan")
-    return TransportPlan(pairs.first.support, quantile_masses(pairs.first.probs, pairs.second.probs), check_atol(atol))
+    return TransportPlan(pairs.first.support, _quantile_masses_jit(pairs.first.probs, pairs.second.probs), check_atol(atol))
 
 
 def _metric(metric):
@@ -100,8 +104,14 @@ def plan_sensitivity(plan: TransportPlan, metric: str | Callable = "l1") -> jax.
     """Δ_π = max d(x − x') over the plan's support {π > atol}, per pair (eq. (10)'s denominator)."""
     if not isinstance(plan, TransportPlan):
         raise ValueError(f"plan must be a TransportPlan; got {type(plan).__name__}")
-    dist = support_distance(plan.support, metric)
-    return jnp.max(jnp.where(plan.on_support, dist, 0.0), axis=(-2, -1))
+    _metric(metric)
+    return _plan_sensitivity_jit(plan.support, plan.mass, plan.atol, metric)
+
+
+@partial(jax.jit, static_argnames="metric")
+def _plan_sensitivity_jit(support, mass, atol, metric):
+    dist = support_distance(support, metric)
+    return jnp.max(jnp.where(mass > atol, dist, 0.0), axis=(-2, -1))
 
 
 def check_atol(atol) -> float:

@@ -10,7 +10,7 @@ returns the per-pair scale; the calibrated scale is their maximum.
 * :func:`theorem2` — the relaxed condition (14)–(16), per line of the plan:
   Σ_x π*(x, x') (e^{η d(x − x')} − e^ε) ≤ 0 for each column x' and Σ_{x'} π*(x, x')(…) ≤ 0 for
   each row x (the paper's (16) sums over both x and x', an erratum: each line is its own
-  equation). The largest η meeting every line is found by bisection; θ = η⁻¹ of it. δ = 0.
+  equation). The largest η meeting every line is found by Newton steps; θ = η⁻¹ of it. δ = 0.
 * :func:`theorem3` — Gaussian noise, the paper's δ-approximation: (a) θ ≥ √(2 ln(1.25/δ)) Δ/ε for
   ε ≤ 1; (b) θ = cΔ/ε, c = kδ^{-1/3} + √(k²δ^{-2/3} + ε/2), with the paper's k = 0.41 or the
   constant its derivation gives, k = ½ (2/e)^{1/3} (2/π)^{1/6} = 0.418648… (``constant=
@@ -22,10 +22,12 @@ returns the per-pair scale; the calibrated scale is their maximum.
 from __future__ import annotations
 
 import math
+from functools import partial
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
+from jax.nn import logsumexp
 import numpy as np
 
 from . import _validate
@@ -34,7 +36,8 @@ from .pairs import PairSet
 
 THEOREM3_CONSTANTS = {"paper": 0.41, "corrected": 0.5 * (2.0 / math.e) ** (1.0 / 3.0) * (2.0 / math.pi) ** (1.0 / 6.0)}
 _ROUND_UP = 1.0 + 2.0**-49
-_BISECTION_STEPS = 200
+_NEWTON_STEPS = 12
+_EPS64 = float(np.finfo(np.float64).eps)
 
 
 def _laplace_eta_inverse(eta):
@@ -49,10 +52,26 @@ def _eta_inverse(eta_inverse) -> Callable:
     return eta_inverse
 
 
-def _plan(pairs: PairSet, caller: str, atol: float):
+def _arrays(pairs: PairSet, caller: str, atol: float):
     pairs = _discrete_pairs(pairs, caller)
-    mass = quantile_masses(pairs.first.probs, pairs.second.probs)
-    return pairs, jnp.where(mass > check_atol(atol), mass, 0.0)
+    return pairs.first.support, pairs.first.probs, pairs.second.probs, check_atol(atol)
+
+
+def _plan_and_distance(x, p, q, atol, metric):
+    """π* with entries ≤ atol zeroed, and d(x − x') on the grid."""
+    mass = quantile_masses(p, q)
+    return jnp.where(mass > atol, mass, 0.0), support_distance(x, metric)
+
+
+@partial(jax.jit, static_argnames="metric")
+def _sensitivity(x, p, q, atol, metric="l1"):
+    """Δ_π* = max d(x − x') over the support of π*, per pair."""
+    mass, dist = _plan_and_distance(x, p, q, atol, metric)
+    return jnp.max(jnp.where(mass > 0, dist, 0.0), axis=(-2, -1))
+
+
+def _eta_theorem1(eps, sensitivity):
+    return jnp.where(sensitivity > 0, eps / jnp.where(sensitivity > 0, sensitivity, 1.0), jnp.inf)
 
 
 def _scale_from_eta(eta, eta_inverse):
@@ -70,55 +89,65 @@ def theorem1(pairs: PairSet, eps, *, metric="l1", eta_inverse=None, atol: float 
     """
     eps = _validate.epsilon(eps)
     eta_inverse = _eta_inverse(eta_inverse)
-    pairs, mass = _plan(pairs, "kantorovich.theorem1", atol)
-    dist = support_distance(pairs.first.support, metric)
-    sensitivity = jnp.max(jnp.where(mass > 0, dist, 0.0), axis=(-2, -1))
-    eta = jnp.where(sensitivity > 0, eps / jnp.where(sensitivity > 0, sensitivity, 1.0), jnp.inf)
-    return _scale_from_eta(eta, eta_inverse)
+    sensitivity = _sensitivity(*_arrays(pairs, "kantorovich.theorem1", atol), metric=metric)
+    return _scale_from_eta(_eta_theorem1(eps, sensitivity), eta_inverse)
 
 
 def _line_eta(mass, dist, eps):
-    """Largest η with Σ_k m_k (e^{η d_k} − e^ε) ≤ 0 on one line (a vector of masses m, distances d).
+    """Largest η with Σ_k m_k e^{η d_k} ≤ e^ε Σ_k m_k on one line (masses m, distances d ≥ 0).
 
-    At η = ε / max d every term is ≤ 0 (Theorem 1's point), and the line sum is ≥
-    m_far e^{η d_max} − e^ε Σ m, which is > 0 beyond η = (ε + log(Σ m / m_far)) / d_max: the root
-    lies between. Bisection keeps the feasible end. A line with no mass off d = 0 gives η = ∞.
+    In log form, h(η) = log Σ_k m_k e^{η d_k} − ε − log Σ_k m_k ≤ 0, with h convex (a log-sum-exp
+    of affine functions) and increasing. At lo = ε / max d, h ≤ 0 (Theorem 1's point); at
+    hi = (ε + log(Σ m / m_far)) / d_max, h ≥ 0 (the far entries alone reach e^ε Σ m). Newton steps
+    from hi decrease monotonically to the root η* (convexity); the last iterate η_k ≥ η* gives the
+    feasible η_k − h(η_k)/h'(lo) ≤ η*, as h' ≥ h'(lo) on [η*, η_k]; it is checked (h ≤ 0, else lo)
+    before use. A line with no mass off d = 0 gives η = ∞ (no constraint).
     """
     far = mass > 0
     d_max = jnp.max(jnp.where(far, dist, 0.0))
-    total = jnp.sum(mass)
+    log_total = jnp.log(jnp.maximum(jnp.sum(mass), 1e-300))
     m_far = jnp.sum(jnp.where(far & (dist == d_max), mass, 0.0))
     constrained = d_max > 0
     d_safe = jnp.where(constrained, d_max, 1.0)
     lo = eps / d_safe
-    hi = (eps + jnp.log(jnp.where(constrained, total / m_far, 1.0))) / d_safe * (1.0 + 1e-12) + 1e-300
-    e_eps = jnp.exp(eps)
+    hi = (eps + log_total - jnp.log(jnp.where(constrained, m_far, 1.0))) / d_safe
+    log_mass = jnp.where(far, jnp.log(jnp.where(far, mass, 1.0)), -jnp.inf)
 
-    def excess(eta):
-        return jnp.sum(mass * (jnp.exp(eta * dist) - e_eps))
+    def h_and_slope(eta):
+        terms = log_mass + eta * dist
+        top = logsumexp(terms)
+        return top - eps - log_total, jnp.sum(jnp.exp(terms - top) * dist)
 
-    def step(_, bracket):
-        a, c = bracket
-        mid = 0.5 * (a + c)
-        ok = excess(mid) <= 0
-        return jnp.where(ok, mid, a), jnp.where(ok, c, mid)
+    def newton(_, eta):
+        h, slope = h_and_slope(eta)
+        return jnp.maximum(eta - h / jnp.where(slope > 0, slope, 1.0), lo)
 
-    lo, _ = jax.lax.fori_loop(0, _BISECTION_STEPS, step, (lo, hi))
-    return jnp.where(constrained, lo, jnp.inf)
+    upper = jax.lax.fori_loop(0, _NEWTON_STEPS, newton, hi)
+    h_up, _ = h_and_slope(upper)
+    _, slope_lo = h_and_slope(lo)
+    candidate = jnp.maximum(upper - jnp.maximum(h_up, 0.0) / jnp.where(slope_lo > 0, slope_lo, 1.0), lo)
+    candidate = candidate * (1.0 - 4 * _EPS64)
+    feasible = h_and_slope(candidate)[0] <= 0
+    return jnp.where(constrained, jnp.where(feasible, candidate, lo), jnp.inf)
 
 
 def theorem2(pairs: PairSet, eps, *, metric="l1", eta_inverse=None, atol: float = DEFAULT_ATOL) -> jax.Array:
     """Kantorovich paper, Theorem 2 (relaxed condition), eqs. (14)–(16), per pair.
 
     For every column x' and every row x of π*, the largest η(θ) with
-    Σ π*(x, x') e^{η d(x − x')} ≤ e^ε × (the line's mass) is found by bisection (vmapped over lines
-    and pairs); θ = η⁻¹ of the smallest such η over all lines, rounded up. Lines with mass only at
+    Σ π*(x, x') e^{η d(x − x')} ≤ e^ε × (the line's mass) is found by monotone Newton steps with a
+    verified feasible end (vmapped over lines and pairs); θ = η⁻¹ of the smallest such η over all lines, rounded up. Lines with mass only at
     d = 0 give no constraint. Laplace on Table 1 gives θ = 1/ln(2e^ε − 1). Always ≤ Theorem 1.
     """
     eps = _validate.epsilon(eps)
     eta_inverse = _eta_inverse(eta_inverse)
-    pairs, mass = _plan(pairs, "kantorovich.theorem2", atol)
-    dist = support_distance(pairs.first.support, metric)
+    return _scale_from_eta(_theorem2_eta(*_arrays(pairs, "kantorovich.theorem2", atol), eps, metric=metric), eta_inverse)
+
+
+@partial(jax.jit, static_argnames="metric")
+def _theorem2_eta(x, p, q, atol, eps, metric):
+    """min over the lines of π* of the largest feasible η (:func:`_line_eta`), per pair."""
+    mass, dist = _plan_and_distance(x, p, q, atol, metric)
     n = mass.shape[-1]
     batch = mass.shape[:-2]
     eps_b = jnp.broadcast_to(eps, batch)
@@ -127,7 +156,7 @@ def theorem2(pairs: PairSet, eps, *, metric="l1", eta_inverse=None, atol: float 
     lines_dist = jnp.concatenate([cols[1], dist], axis=-2).reshape(-1, n)
     eps_lines = jnp.repeat(eps_b.reshape(-1), 2 * n)
     eta = jax.vmap(_line_eta)(lines_mass, lines_dist, eps_lines).reshape(batch + (2 * n,))
-    return _scale_from_eta(jnp.min(eta, axis=-1), eta_inverse)
+    return jnp.min(eta, axis=-1)
 
 
 def theorem3(pairs: PairSet, eps, delta, *, part: str = "b", constant: str = "corrected", atol: float = DEFAULT_ATOL):
@@ -144,9 +173,7 @@ def theorem3(pairs: PairSet, eps, delta, *, part: str = "b", constant: str = "co
     delta = _validate.delta(delta)
     if part == "a" and _validate.is_concrete(eps) and np.any(np.asarray(eps) > 1.0):
         raise ValueError("eps must be <= 1 for Theorem 3(a); use part='b' for larger eps")
-    pairs, mass = _plan(pairs, "kantorovich.theorem3", atol)
-    dist = support_distance(pairs.first.support)
-    sensitivity = jnp.max(jnp.where(mass > 0, dist, 0.0), axis=(-2, -1))
+    sensitivity = _sensitivity(*_arrays(pairs, "kantorovich.theorem3", atol))
     if part == "a":
         c = jnp.sqrt(2.0 * jnp.log(1.25 / delta))
     else:
