@@ -39,7 +39,6 @@ import optax
 from . import _validate
 from .bounds import _gaussian_pairs, theorem1_scale
 from . import kantorovich
-from .couplings import quantile_masses
 from .kantorovich import THEOREM3_CONSTANTS
 from .losses import pair_delta, prior_delta
 from .losses_discrete import discrete_delta
@@ -133,9 +132,7 @@ def _delta_at_zero(cfg: _Config, symmetric, params, eps):
 def _discrete_guess(cfg: _Config, params, eps, target):
     """Kantorovich Theorem 1 (Laplace: Δ/ε, pure ε) or Theorem 3(b) with the corrected constant
     (Gaussian noise), Δ the ℓ1 sensitivity of the quantile plan with no support tolerance."""
-    x, p, q = params
-    mass = quantile_masses(p, q)
-    spread = jnp.max(jnp.where(mass > 0, jnp.abs(x[..., :, None] - x[..., None, :]), 0.0), axis=(-2, -1))
+    spread = kantorovich.sensitivity(*params, 0.0)
     if cfg.noise == "laplace":
         return spread / eps
     k = THEOREM3_CONSTANTS["corrected"] * target ** (-1.0 / 3.0)

@@ -27,11 +27,10 @@ from typing import Callable
 
 import jax
 import jax.numpy as jnp
-from jax.nn import logsumexp
 import numpy as np
 
 from . import _validate
-from .couplings import DEFAULT_ATOL, _discrete_pairs, check_atol, quantile_masses, support_distance
+from .couplings import DEFAULT_ATOL, _discrete_pairs, _metric, check_atol
 from .pairs import PairSet
 
 THEOREM3_CONSTANTS = {"paper": 0.41, "corrected": 0.5 * (2.0 / math.e) ** (1.0 / 3.0) * (2.0 / math.pi) ** (1.0 / 6.0)}
@@ -57,17 +56,23 @@ def _arrays(pairs: PairSet, caller: str, atol: float):
     return pairs.first.support, pairs.first.probs, pairs.second.probs, check_atol(atol)
 
 
-def _plan_and_distance(x, p, q, atol, metric):
-    """π* with entries ≤ atol zeroed, and d(x − x') on the grid."""
-    mass = quantile_masses(p, q)
-    return jnp.where(mass > atol, mass, 0.0), support_distance(x, metric)
-
-
 @partial(jax.jit, static_argnames="metric")
-def _sensitivity(x, p, q, atol, metric="l1"):
-    """Δ_π* = max d(x − x') over the support of π*, per pair."""
-    mass, dist = _plan_and_distance(x, p, q, atol, metric)
-    return jnp.max(jnp.where(mass > 0, dist, 0.0), axis=(-2, -1))
+def sensitivity(x, p, q, atol, metric="l1"):
+    """Δ_π* = max d(x − x') over the cells of π* with mass > atol, per pair (arrays with the atoms
+    on the last axis; no validation): the staircase of :func:`_staircase`, O(n log n) per pair."""
+    return _per_pair(lambda x, p, q: _max_on_support(*_staircase(x, p, q, atol, metric)[2:]), x, p, q)
+
+
+def _max_on_support(mass, dist):
+    return jnp.max(jnp.where(mass > 0, dist, 0.0))
+
+
+def _per_pair(fn, x, p, q, *scalars):
+    """vmap a one-pair function over the batch axes of (x, p, q) and per-pair scalars."""
+    batch, n = p.shape[:-1], p.shape[-1]
+    flat = lambda a: jnp.broadcast_to(a, batch + (n,)).reshape(-1, n)  # noqa: E731
+    out = jax.vmap(fn)(flat(x), flat(p), flat(q), *(jnp.broadcast_to(v, batch).reshape(-1) for v in scalars))
+    return out.reshape(batch)
 
 
 def _eta_theorem1(eps, sensitivity):
@@ -89,24 +94,27 @@ def theorem1(pairs: PairSet, eps, *, metric="l1", eta_inverse=None, atol: float 
     """
     eps = _validate.epsilon(eps)
     eta_inverse = _eta_inverse(eta_inverse)
-    sensitivity = _sensitivity(*_arrays(pairs, "kantorovich.theorem1", atol), metric=metric)
-    return _scale_from_eta(_eta_theorem1(eps, sensitivity), eta_inverse)
+    spread = sensitivity(*_arrays(pairs, "kantorovich.theorem1", atol), metric=metric)
+    return _scale_from_eta(_eta_theorem1(eps, spread), eta_inverse)
 
 
-def _line_eta(mass, dist, eps):
-    """Largest η with Σ_k m_k e^{η d_k} ≤ e^ε Σ_k m_k on one line (masses m, distances d ≥ 0).
+def _lines_eta(mass, dist, line, num_lines, eps):
+    """Per line of π*, the largest η with Σ_k m_k e^{η d_k} ≤ e^ε Σ_k m_k (sums over the cells k of
+    the line; ``line`` gives each cell's line, distances d ≥ 0).
 
-    In log form, h(η) = log Σ_k m_k e^{η d_k} − ε − log Σ_k m_k ≤ 0, with h convex (a log-sum-exp
-    of affine functions) and increasing. At lo = ε / max d, h ≤ 0 (Theorem 1's point); at
-    hi = (ε + log(Σ m / m_far)) / d_max, h ≥ 0 (the far entries alone reach e^ε Σ m). Newton steps
+    In log form h(η) = log Σ m_k e^{η d_k} − ε − log Σ m_k ≤ 0, with h convex (a log-sum-exp of
+    affine functions) and increasing. At lo = ε / max d, h ≤ 0 (Theorem 1's point); at
+    hi = (ε + log(Σ m / m_far)) / d_max, h ≥ 0 (the far cells alone reach e^ε Σ m). Newton steps
     from hi decrease monotonically to the root η* (convexity); the last iterate η_k ≥ η* gives the
     feasible η_k − h(η_k)/h'(lo) ≤ η*, as h' ≥ h'(lo) on [η*, η_k]; it is checked (h ≤ 0, else lo)
     before use. A line with no mass off d = 0 gives η = ∞ (no constraint).
     """
+    seg = partial(jax.ops.segment_sum, segment_ids=line, num_segments=num_lines)
+    seg_max = partial(jax.ops.segment_max, segment_ids=line, num_segments=num_lines)
     far = mass > 0
-    d_max = jnp.max(jnp.where(far, dist, 0.0))
-    log_total = jnp.log(jnp.maximum(jnp.sum(mass), 1e-300))
-    m_far = jnp.sum(jnp.where(far & (dist == d_max), mass, 0.0))
+    d_max = jnp.maximum(seg_max(jnp.where(far, dist, 0.0)), 0.0)
+    log_total = jnp.log(jnp.maximum(seg(mass), 1e-300))
+    m_far = seg(jnp.where(far & (dist == d_max[line]), mass, 0.0))
     constrained = d_max > 0
     d_safe = jnp.where(constrained, d_max, 1.0)
     lo = eps / d_safe
@@ -114,9 +122,13 @@ def _line_eta(mass, dist, eps):
     log_mass = jnp.where(far, jnp.log(jnp.where(far, mass, 1.0)), -jnp.inf)
 
     def h_and_slope(eta):
-        terms = log_mass + eta * dist
-        top = logsumexp(terms)
-        return top - eps - log_total, jnp.sum(jnp.exp(terms - top) * dist)
+        terms = log_mass + eta[line] * dist
+        top = seg_max(terms)
+        top = jnp.where(jnp.isfinite(top), top, 0.0)
+        weights = jnp.exp(terms - top[line])
+        total = seg(weights)
+        safe = jnp.where(total > 0, total, 1.0)
+        return top + jnp.log(safe) - eps - log_total, seg(weights * dist) / safe
 
     def newton(_, eta):
         h, slope = h_and_slope(eta)
@@ -129,6 +141,21 @@ def _line_eta(mass, dist, eps):
     candidate = candidate * (1.0 - 4 * _EPS64)
     feasible = h_and_slope(candidate)[0] <= 0
     return jnp.where(constrained, jnp.where(feasible, candidate, lo), jnp.inf)
+
+
+def _staircase(x, p, q, atol, metric):
+    """The ≤ 2n cells of π* for one pair, without the n × n grid: the merged quantile breakpoints
+    of F_p and F_q cut [0, 1] into intervals, each the mass of one cell (row, col) — the same
+    overlaps as :func:`jaxpuffer.couplings.quantile_masses`. Returns (row, col, mass, distance)."""
+    n = p.shape[-1]
+    f, g = jnp.cumsum(p).at[-1].set(1.0), jnp.cumsum(q).at[-1].set(1.0)
+    cuts = jnp.sort(jnp.concatenate([f, g]))
+    start = jnp.concatenate([jnp.zeros(1, cuts.dtype), cuts[:-1]])
+    width = cuts - start
+    mid = start + 0.5 * width
+    row = jnp.clip(jnp.searchsorted(f, mid, side="left"), 0, n - 1)
+    col = jnp.clip(jnp.searchsorted(g, mid, side="left"), 0, n - 1)
+    return row, col, jnp.where(width > atol, width, 0.0), _metric(metric)(x[row] - x[col])
 
 
 def theorem2(pairs: PairSet, eps, *, metric="l1", eta_inverse=None, atol: float = DEFAULT_ATOL) -> jax.Array:
@@ -146,17 +173,15 @@ def theorem2(pairs: PairSet, eps, *, metric="l1", eta_inverse=None, atol: float 
 
 @partial(jax.jit, static_argnames="metric")
 def _theorem2_eta(x, p, q, atol, eps, metric):
-    """min over the lines of π* of the largest feasible η (:func:`_line_eta`), per pair."""
-    mass, dist = _plan_and_distance(x, p, q, atol, metric)
-    n = mass.shape[-1]
-    batch = mass.shape[:-2]
-    eps_b = jnp.broadcast_to(eps, batch)
-    cols = jnp.swapaxes(mass, -1, -2), jnp.swapaxes(dist, -1, -2)  # line k = column x'_k
-    lines_mass = jnp.concatenate([cols[0], mass], axis=-2).reshape(-1, n)
-    lines_dist = jnp.concatenate([cols[1], dist], axis=-2).reshape(-1, n)
-    eps_lines = jnp.repeat(eps_b.reshape(-1), 2 * n)
-    eta = jax.vmap(_line_eta)(lines_mass, lines_dist, eps_lines).reshape(batch + (2 * n,))
-    return jnp.min(eta, axis=-1)
+    """min over the lines (rows and columns) of π* of the largest feasible η, per pair."""
+
+    def one(x, p, q, eps):
+        n = p.shape[-1]
+        row, col, mass, dist = _staircase(x, p, q, atol, metric)
+        both = jnp.concatenate([_lines_eta(mass, dist, row, n, eps), _lines_eta(mass, dist, col, n, eps)])
+        return jnp.min(both)
+
+    return _per_pair(one, x, p, q, eps)
 
 
 def theorem3(pairs: PairSet, eps, delta, *, part: str = "b", constant: str = "corrected", atol: float = DEFAULT_ATOL):
@@ -173,13 +198,13 @@ def theorem3(pairs: PairSet, eps, delta, *, part: str = "b", constant: str = "co
     delta = _validate.delta(delta)
     if part == "a" and _validate.is_concrete(eps) and np.any(np.asarray(eps) > 1.0):
         raise ValueError("eps must be <= 1 for Theorem 3(a); use part='b' for larger eps")
-    sensitivity = _sensitivity(*_arrays(pairs, "kantorovich.theorem3", atol))
+    spread = sensitivity(*_arrays(pairs, "kantorovich.theorem3", atol))
     if part == "a":
         c = jnp.sqrt(2.0 * jnp.log(1.25 / delta))
     else:
         k = THEOREM3_CONSTANTS[constant] * delta ** (-1.0 / 3.0)
         c = k + jnp.sqrt(k**2 + eps / 2.0)
-    return c * sensitivity / eps * _ROUND_UP
+    return c * spread / eps * _ROUND_UP
 
 
 def lemma2(query_values, eps, *, eta_inverse=None) -> jax.Array:

@@ -118,6 +118,9 @@ def test_plans_equal_the_north_west_corner_on_random_pmfs():
         np.testing.assert_allclose(plan, ref, atol=1e-15)
         np.testing.assert_allclose(plan.sum(1), np.array(p, float), atol=1e-15)
         np.testing.assert_allclose(plan.sum(0), np.array(q, float), atol=1e-15)
+        # the staircase (2n cells, used by Theorems 1–3) has the dense plan's sensitivity
+        staircase = K.sensitivity(pairs.first.support, pairs.first.probs, pairs.second.probs, 1e-12)
+        assert float(staircase) == float(jp.plan_sensitivity(jp.quantile_plan(pairs)))
 
 
 def test_counting_query_pmfs_match_scipy_and_enumeration():

@@ -28,3 +28,19 @@ def test_figure_scripts(tmp_path, script, png, expect):
     out = run_example(script, tmp_path)
     assert expect in out
     assert (tmp_path / png).stat().st_size > 10_000
+
+
+def test_kantorovich_examples(tmp_path):
+    out = run_example("kantorovich_tables.py", tmp_path)
+    assert "check: Theorem 2 at ε = 1 is 1/ln(2e − 1) = 0.671195" in out and "sensitivity of π*: 2" in out
+    out = run_example("counting_query.py", tmp_path)
+    assert "V=25, p=0.7    0-1                  1              2" in out  # sensitivity 1; 2 without the tolerance
+    for png in ("kantorovich_tables.png", "counting_query.png"):
+        assert (tmp_path / png).stat().st_size > 10_000
+
+
+def test_kantorovich_adult_on_the_real_file(tmp_path, datasets_dir):
+    out = run_example("kantorovich_adult.py", tmp_path, "--data", str(datasets_dir / "adult.data"))
+    assert "max |x − x'| on its support = 2 (the paper: 2)" in out
+    assert "Theorem 2 ≤ Theorem 1 at every ε: True; exact ≤ Theorem 2: True" in out
+    assert (tmp_path / "kantorovich_adult.png").stat().st_size > 10_000
