@@ -277,3 +277,16 @@ def test_discrete_bad_inputs():
         jp.delta_exact(pairs, -1.0, 1.0)
     with pytest.raises(ValueError, match="pairs must hold Discrete priors"):
         jp.delta_probabilistic(jp.PairSet(jp.Gaussian(0, 1), jp.Gaussian(1, 1)), 1.0, 1.0)
+
+
+def test_general_exponential_mechanism_eta_and_metric():
+    # d(z) = z², η(θ) = 1/θ² (a Gaussian-shaped exponential mechanism): Theorem 1 gives
+    # θ = η⁻¹(ε/Δ²) = Δ/√ε; Theorem 2 stays below it
+    pairs = pair_of(TABLE4)
+    kw = dict(metric=lambda z: z**2, eta_inverse=lambda v: v**-0.5)
+    assert float(K.theorem1(pairs, 0.5, **kw)) == pytest.approx(2.0 / math.sqrt(0.5), rel=1e-12)
+    assert float(K.theorem2(pairs, 0.5, **kw)) < float(K.theorem1(pairs, 0.5, **kw))
+    with pytest.raises(ValueError, match="eta_inverse must be a callable"):
+        K.theorem1(pairs, 0.5, eta_inverse=3.0)
+    with pytest.raises(ValueError, match="metric must be 'l1' or a callable"):
+        K.theorem1(pairs, 0.5, metric="l2")
