@@ -12,18 +12,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate
-from .pairs import PairSet, _users, presence_totals
+from .pairs import PairSet, _users, presence_totals, require_pairs
 from .priors import Gaussian
 from .tau import METHODS as TAU_METHODS
 from .tau import tau_star_unchecked
 
 
 def _gaussian_pairs(pairs, caller: str) -> PairSet:
-    if not isinstance(pairs, PairSet):
-        raise ValueError(f"pairs must be a PairSet; got {type(pairs).__name__}")
-    if not isinstance(pairs.first, Gaussian):
-        raise ValueError(f"pairs must hold Gaussian priors for {caller}; got {type(pairs.first).__name__}")
-    return pairs
+    return require_pairs(pairs, Gaussian, caller)
 
 
 def _eps_delta_tau(eps, delta, tau):

@@ -21,7 +21,7 @@ from typing import Callable, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from .pairs import PairSet
+from .pairs import PairSet, require_pairs
 from .priors import Discrete
 
 DEFAULT_ATOL = 1e-12
@@ -47,11 +47,7 @@ class TransportPlan(NamedTuple):
 
 
 def _discrete_pairs(pairs, caller: str) -> PairSet:
-    if not isinstance(pairs, PairSet):
-        raise ValueError(f"pairs must be a PairSet; got {type(pairs).__name__}")
-    if not isinstance(pairs.first, Discrete):
-        raise ValueError(f"pairs must hold Discrete priors for {caller}; got {type(pairs.first).__name__}")
-    return pairs
+    return require_pairs(pairs, Discrete, caller)
 
 
 def quantile_masses(p, q):

@@ -94,6 +94,15 @@ class PairSet:
         )
 
 
+def require_pairs(pairs, prior_type: type, caller: str) -> PairSet:
+    """``pairs`` if it is a PairSet of ``prior_type`` priors, else a ValueError naming ``caller``."""
+    if not isinstance(pairs, PairSet):
+        raise ValueError(f"pairs must be a PairSet; got {type(pairs).__name__}")
+    if not isinstance(pairs.first, prior_type):
+        raise ValueError(f"pairs must hold {prior_type.__name__} priors for {caller}; got {type(pairs.first).__name__}")
+    return pairs
+
+
 def _uniform_rows(support) -> np.ndarray | None:
     """The one alphabet shared by every prior of a concrete batch, else None."""
     if not _validate.is_concrete(support):
