@@ -116,3 +116,172 @@ def check_atol(atol) -> float:
         raise ValueError(f"atol must be a float in [0, 1e-3); got {atol!r}")
     return atol
 
+
+
+# ----------------------------------------------------------------------------- Gaussian mixtures
+
+GMM_COSTS = ("w2", "bound")
+
+
+class ComponentPlan(NamedTuple):
+    """A coupling w of two mixtures' weight vectors (MATH.md §3, eq. (12)).
+
+    Attributes:
+      weights: w_ml, shape ``batch + (k, k)``; rows sum to α_i (first mixture), columns to α_j
+        (to float round-off, ≤ 1e-12).
+      cost: Σ w_ml c_ml at this plan.
+      gap: a certified bound on cost − (the optimal cost of the transport LP), from a feasible
+        dual solution (0 up to round-off at an optimal basis).
+      converged: whether the simplex stopped at an optimal basis within its iteration cap.
+    """
+
+    weights: jax.Array
+    cost: jax.Array
+    gap: jax.Array
+    converged: jax.Array
+
+
+def component_costs(first, second, cost: str, tau=None):
+    """c_ml between component m of ``first`` and l of ``second``: ``"w2"`` — W2² of the two
+    Gaussians, (μ_m − μ_l)² + (σ_m − σ_l)²; ``"bound"`` — |μ_m − μ_l| + τ |σ_m − σ_l|, the cost
+    of Theorem 2's bound (13) (τ = τ*(δ))."""
+    d_mu = jnp.abs(first.means[..., :, None] - second.means[..., None, :])
+    d_sigma = jnp.abs(first.stds[..., :, None] - second.stds[..., None, :])
+    if cost == "w2":
+        return d_mu**2 + d_sigma**2
+    return d_mu + jnp.asarray(tau)[..., None, None] * d_sigma
+
+
+def _north_west(a, b):
+    """Initial basic feasible solution: the north-west-corner staircase of k + l − 1 cells."""
+    k, l = a.shape[0], b.shape[0]
+
+    def step(_, state):
+        i, j, ra, rb, x, basis = state
+        v = jnp.minimum(ra[i], rb[j])
+        x, basis = x.at[i, j].set(v), basis.at[i, j].set(True)
+        ra, rb = ra.at[i].add(-v), rb.at[j].add(-v)
+        down = (j == l - 1) | ((i < k - 1) & (ra[i] <= rb[j]))
+        return jnp.where(down, i + 1, i), jnp.where(down, j, j + 1), ra, rb, x, basis
+
+    init = (0, 0, a, b, jnp.zeros((k, l)), jnp.zeros((k, l), bool))
+    return jax.lax.fori_loop(0, k + l - 1, step, init)[4:]
+
+
+def _tree_duals(c, basis):
+    """u, v with u_i + v_j = c_ij on the basis (a spanning tree), u_0 = 0."""
+    k, l = c.shape
+
+    def step(_, state):
+        u, v, ku, kv = state
+        from_u = basis & ku[:, None]
+        v = jnp.where(kv, v, jnp.max(jnp.where(from_u, c - u[:, None], -jnp.inf), axis=0))
+        kv = kv | jnp.any(from_u, axis=0)
+        from_v = basis & kv[None, :]
+        u = jnp.where(ku, u, jnp.max(jnp.where(from_v, c - v[None, :], -jnp.inf), axis=1))
+        ku = ku | jnp.any(from_v, axis=1)
+        return u, v, ku, kv
+
+    init = (jnp.zeros(k), jnp.zeros(l), jnp.arange(k) == 0, jnp.zeros(l, bool))
+    u, v, _, _ = jax.lax.fori_loop(0, k + l, step, init)
+    return u, v
+
+
+def _cycle_signs(basis, ei, ej):
+    """±1 on the cycle that cell (ei, ej) closes in the basis tree (+1 at the entering cell)."""
+    k, l = basis.shape
+    cycle = basis.at[ei, ej].set(True)
+
+    def prune(_, s):
+        return s & (jnp.sum(s, axis=1)[:, None] >= 2) & (jnp.sum(s, axis=0)[None, :] >= 2)
+
+    cycle = jax.lax.fori_loop(0, k + l, prune, cycle)
+
+    def walk(t, state):
+        i, j, sign, signs, done = state
+        along_row = t % 2 == 0  # leave the entering cell along its row, then alternate
+        row_next = jnp.argmax(cycle[i] & (jnp.arange(l) != j))
+        col_next = jnp.argmax(cycle[:, j] & (jnp.arange(k) != i))
+        ni, nj = jnp.where(along_row, i, col_next), jnp.where(along_row, row_next, j)
+        done = done | ((ni == ei) & (nj == ej))
+        signs = jnp.where(done, signs, signs.at[ni, nj].set(-sign))
+        return ni, nj, -sign, signs, done
+
+    signs = jnp.zeros((k, l)).at[ei, ej].set(1.0)
+    return jax.lax.fori_loop(0, 2 * min(k, l), walk, (ei, ej, 1.0, signs, False))[3]
+
+
+def _transport_one(a, b, c, max_iter):
+    """The transportation simplex (u–v method, Bland's rule) on one k × l problem."""
+    k, l = c.shape
+    tol = 1e-12 * jnp.maximum(jnp.max(jnp.abs(c)), 1e-300)
+    x, basis = _north_west(a, b)
+
+    def reduced(basis):
+        u, v = _tree_duals(c, basis)
+        return jnp.where(basis, 0.0, c - u[:, None] - v[None, :])
+
+    def cond(state):
+        x, basis, it = state
+        return (it < max_iter) & jnp.any(reduced(basis) < -tol)
+
+    def body(state):
+        x, basis, it = state
+        flat = jnp.argmax((reduced(basis) < -tol).reshape(-1))  # Bland: first improving cell
+        ei, ej = flat // l, flat % l
+        signs = _cycle_signs(basis, ei, ej)
+        minus = signs < 0
+        theta = jnp.min(jnp.where(minus, x, jnp.inf))
+        leave = jnp.argmax((minus & (x <= theta)).reshape(-1))
+        x = jnp.maximum(x + signs * theta, 0.0)
+        basis = basis.at[ei, ej].set(True).reshape(-1).at[leave].set(False).reshape(k, l)
+        x = jnp.where(basis, x, 0.0)
+        return x, basis, it + 1
+
+    x, basis, it = jax.lax.while_loop(cond, body, (x, basis, 0))
+    converged = ~jnp.any(reduced(basis) < -tol)
+    # certificate: v from the basis, f its c-transform over the positive-weight rows/columns
+    _, v = _tree_duals(c, basis)
+    f = jnp.min(jnp.where(b[None, :] > 0, c - v[None, :], jnp.inf), axis=1)
+    lower = jnp.sum(jnp.where(a > 0, a * f, 0.0)) + jnp.sum(jnp.where(b > 0, b * v, 0.0))
+    cost = jnp.sum(x * c)
+    return x, cost, jnp.maximum(cost - lower, 0.0), converged
+
+
+@partial(jax.jit, static_argnames="max_iter")
+def transport_plan(a, b, costs, max_iter: int = 200) -> ComponentPlan:
+    """The transport LP min Σ w c s.t. w 1 = a, wᵀ 1 = b, w ≥ 0, exactly, batched over leading axes.
+
+    The transportation simplex: a north-west-corner basis, then pivots (u–v duals on the basis
+    tree, Bland's entering and leaving rules, so degenerate problems terminate) until no reduced
+    cost is negative. ``gap`` certifies the result from the dual; ``converged`` is False only if
+    ``max_iter`` pivots did not reach optimality (the plan is still exactly feasible).
+    """
+    batch, k, l = costs.shape[:-2], costs.shape[-2], costs.shape[-1]
+    a, b = jnp.broadcast_to(a, batch + (k,)).reshape(-1, k), jnp.broadcast_to(b, batch + (l,)).reshape(-1, l)
+    x, cost, gap, ok = jax.vmap(partial(_transport_one, max_iter=max_iter))(a, b, costs.reshape(-1, k, l))
+    return ComponentPlan(x.reshape(batch + (k, l)), cost.reshape(batch), gap.reshape(batch), ok.reshape(batch))
+
+
+def gmm_coupling(pairs: PairSet, *, cost: str = "w2", delta=None, tau: str = "exact") -> ComponentPlan:
+    """A coupling w of the component weights of each mixture pair (MATH.md §3, eq. (12)).
+
+    ``cost="w2"``: the paper's w*, minimising Σ w_ml W2²(m, l). ``cost="bound"``: minimising the
+    bound's own cost Σ w_ml (|Δμ_ml| + τ*(δ)|Δσ_ml|) (needs ``delta``), which gives a smaller
+    valid b in Theorem 2 — its proof holds for every feasible w. See :func:`transport_plan`.
+    """
+    from .priors import GaussianMixture
+    from .tau import tau_star_unchecked
+
+    pairs = require_pairs(pairs, GaussianMixture, "gmm_coupling")
+    if cost not in GMM_COSTS:
+        raise ValueError(f"cost must be one of 'w2', 'bound'; got {cost!r}")
+    tau_value = None
+    if cost == "bound":
+        if delta is None:
+            raise ValueError("delta is required for cost='bound' (the cost uses τ*(δ))")
+        from . import _validate
+
+        tau_value = tau_star_unchecked(_validate.delta(delta), tau)
+    costs = component_costs(pairs.first, pairs.second, cost, tau_value)
+    return transport_plan(pairs.first.weights, pairs.second.weights, costs)

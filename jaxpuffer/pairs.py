@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate
-from .priors import Discrete, Gaussian
+from .priors import Discrete, Gaussian, GaussianMixture
 
 
 @jax.tree_util.register_pytree_node_class
@@ -46,6 +46,9 @@ class PairSet:
         first, second = first.broadcast_to(shape), second.broadcast_to(shape)
         if isinstance(first, Discrete):
             first, second = align_discrete(first, second)
+        elif isinstance(first, GaussianMixture) and first.num_components != second.num_components:
+            width = max(first.num_components, second.num_components)
+            first, second = first.padded(width), second.padded(width)
         object.__setattr__(self, "first", first)
         object.__setattr__(self, "second", second)
         object.__setattr__(self, "symmetric", bool(symmetric))

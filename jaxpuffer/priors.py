@@ -6,7 +6,7 @@ validates concrete inputs eagerly (finite values, std ≥ 0, broadcastable shape
 unflattening bypasses validation, so tracers and vmap placeholders flow freely.
 
 MATH.md §2: Gaussian X | s ~ N(μ, σ²), σ = 0 being a point mass (the differential-privacy case);
-Discrete, a pmf on a finite sorted alphabet (Kantorovich paper).
+Discrete, a pmf on a finite sorted alphabet (Kantorovich paper); GaussianMixture Σ_m α_m N(μ_m, σ_m²).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ class Discrete(_Prior):
 
     def __getitem__(self, index) -> "Discrete":
         index = index if isinstance(index, tuple) else (index,)
-        return self._map(lambda a: a[index + (Ellipsis,)] if Ellipsis not in index else a[index])
+        return self._map(lambda a: a[index + (Ellipsis,)])
 
     def __len__(self) -> int:
         if not self.batch_shape:
@@ -175,3 +175,83 @@ class Discrete(_Prior):
             raise ValueError(f"values must lie on the alphabet; got {values[~inside][0]!r}")
         counts = np.bincount(idx, minlength=alphabet.size)
         return cls(alphabet, counts / counts.sum())
+
+
+@jax.tree_util.register_pytree_node_class
+class GaussianMixture(_Prior):
+    """Gaussian mixture Σ_m α_m N(μ_m, σ_m²) (the Gaussian-priors paper, Sections IV–V), any batch
+    shape, components on the last axis.
+
+    Args:
+      weights: α_m ≥ 0 summing to 1 within 1e-9 along the last axis (then renormalised exactly);
+        a zero weight pads a mixture to a common component count.
+      means: μ_m. stds: σ_m ≥ 0 (0: a point-mass component).
+
+    A one-component mixture is the :class:`Gaussian` of its component.
+    """
+
+    _fields = ("weights", "means", "stds")
+    weights: jax.Array
+    means: jax.Array
+    stds: jax.Array
+
+    def __init__(self, weights, means, stds):
+        weights = _validate.float_array("weights", weights)
+        means = _validate.float_array("means", means)
+        stds = _validate.float_array("stds", stds)
+        if min(weights.ndim, means.ndim, stds.ndim) == 0 and max(weights.ndim, means.ndim, stds.ndim) == 0:
+            raise ValueError("weights, means and stds need a component axis (last axis)")
+        shape = _validate.broadcast_shapes(weights=weights.shape, means=means.shape, stds=stds.shape)
+        _validate.nonnegative("weights", weights)
+        _validate.nonnegative("stds", stds)
+        weights = jnp.broadcast_to(weights, shape)
+        if _validate.is_concrete(weights):
+            total = np.sum(np.asarray(weights), axis=-1)
+            if np.any(np.abs(total - 1.0) > 1e-9):
+                bad = total[np.abs(total - 1.0) > 1e-9].ravel()[0]
+                raise ValueError(f"weights must sum to 1 along the last axis (within 1e-9); got a sum of {bad!r}")
+        weights = weights / jnp.sum(weights, axis=-1, keepdims=True)
+        self._set(weights=weights, means=jnp.broadcast_to(means, shape), stds=jnp.broadcast_to(stds, shape))
+
+    @classmethod
+    def from_gaussian(cls, prior: Gaussian) -> "GaussianMixture":
+        """The one-component mixture of a Gaussian prior."""
+        return cls.tree_unflatten(None, (jnp.ones(prior.batch_shape + (1,)), prior.mean[..., None], prior.std[..., None]))
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return tuple(self.weights.shape[:-1])
+
+    @property
+    def num_components(self) -> int:
+        return self.weights.shape[-1]
+
+    @property
+    def mean(self) -> jax.Array:
+        return jnp.sum(self.weights * self.means, axis=-1)
+
+    def padded(self, components: int) -> "GaussianMixture":
+        """The same mixture with zero-weight components appended (copies of the first)."""
+        extra = components - self.num_components
+        if extra < 0:
+            raise ValueError(f"components must be >= {self.num_components}; got {components}")
+        if extra == 0:
+            return self
+        pad = lambda a, fill: jnp.concatenate([a, jnp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)  # noqa: E731
+        return self.tree_unflatten(None, (pad(self.weights, 0.0), pad(self.means, self.means[..., :1]), pad(self.stds, self.stds[..., :1])))
+
+    def broadcast_to(self, shape) -> "GaussianMixture":
+        return self._map(lambda a: jnp.broadcast_to(a, tuple(shape) + a.shape[-1:]))
+
+    def reshape(self, *shape) -> "GaussianMixture":
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return self._map(lambda a: a.reshape(*shape, a.shape[-1]))
+
+    def __getitem__(self, index) -> "GaussianMixture":
+        index = index if isinstance(index, tuple) else (index,)
+        return self._map(lambda a: a[index + (Ellipsis,)])
+
+    def __len__(self) -> int:
+        if not self.batch_shape:
+            raise TypeError("len() of a GaussianMixture with an empty batch shape")
+        return self.batch_shape[0]
