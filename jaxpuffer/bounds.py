@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _validate
 from .pairs import PairSet, _users, presence_totals, require_pairs
-from .priors import Gaussian
+from .priors import Gaussian, GaussianMixture
 from .tau import METHODS as TAU_METHODS
 from .tau import tau_star_unchecked
 
@@ -110,3 +110,80 @@ def identical_users(mean, std, K, eps, delta, *, tau: str = "exact") -> jax.Arra
     eps, tau_value = _eps_delta_tau(eps, delta, tau)
     gap = 1.0 / (jnp.sqrt(K) + jnp.sqrt(K - 1.0))
     return theorem1_scale(mean, gap * std, eps, tau_value)
+
+
+# ----------------------------------------------------------------------------- Gaussian mixtures
+
+_ROUND_UP = 1.0 + 2.0**-49
+
+
+FORMS = ("max", "paper")
+
+
+def theorem2(pairs: PairSet, eps, delta, *, coupling: str = "w2", form: str = "max", tau: str = "exact") -> jax.Array:
+    """Theorem 2, Gaussian-mixture priors, for a coupling w of the weight vectors (MATH.md §3):
+
+    * ``form="paper"`` — eq. (13) as printed, b = (1/ε) Σ_{m,l} w_ml (|μ_im − μ_jl| + τ*(δ)|σ_im − σ_jl|).
+      **Erratum: not a sufficient condition in general.** Its proof (Appendix C) factors the
+      kernel mass ∫_B e^{−|y−x|/b}/2b dy out of the sum over components although x differs per
+      component, and takes [·]_+ after averaging the displacements (Jensen), so a small average
+      can hide a large displacement of a light component. Counterexample: 0.99 N(0, 1) + 0.01
+      N(100, 1) vs 0.99 N(0, 1) + 0.01 N(−100, 1), ε = 1: (13) gives b = 2 "with δ = 0", but the
+      exact δ at b = 2 is 0.0100 (scipy quadrature; the mass near ±100 is not covered). Kept to
+      reproduce the paper's numbers.
+    * ``form="max"`` (default) — b = (1/ε) max over the cells with w_ml > 0 of
+      (|μ_im − μ_jl| + τ*(δ)|σ_im − σ_jl|): then every component pair's Monge bound U1_ml ≤
+      P(|W_ml| > εb) ≤ δ (Theorem 1 per pair), and the coupling bound of the plan (12),
+      Σ w_ml U1_ml, which bounds the exact δ for any coupling (Appendix E), is ≤ δ. Valid.
+
+    ``coupling="w2"`` is the paper's w* (minimising Σ w W2²); ``"bound"`` minimises the paper
+    form's own sum Σ w (|Δμ| + τ*|Δσ|) (MATH.md §3). Both LPs are solved exactly
+    (:func:`jaxpuffer.couplings.transport_plan`). Returns b per pair.
+    """
+    from .couplings import component_costs, transport_plan
+
+    pairs = require_pairs(pairs, GaussianMixture, "theorem2")
+    _validate.choice("coupling", coupling, ("w2", "bound"))
+    _validate.choice("form", form, FORMS)
+    eps, tau_value = _eps_delta_tau(eps, delta, tau)
+    tau_value = jnp.broadcast_to(tau_value, pairs.batch_shape)
+    bound_cost = component_costs(pairs.first, pairs.second, "bound", tau_value)
+    plan_cost = bound_cost if coupling == "bound" else component_costs(pairs.first, pairs.second, "w2")
+    weights = transport_plan(pairs.first.weights, pairs.second.weights, plan_cost).weights
+    return mixture_theorem_scale(weights, bound_cost, eps, form)
+
+
+def mixture_theorem_scale(weights, bound_cost, eps, form: str = "max"):
+    """(1/ε) max_{w > 0} c_ml (valid) or (1/ε) Σ w c_ml (eq. (13) as printed), rounded up."""
+    if form == "paper":
+        total = jnp.sum(weights * bound_cost, axis=(-2, -1))
+    else:
+        total = jnp.max(jnp.where(weights > 0, bound_cost, 0.0), axis=(-2, -1))
+    return total / eps * _ROUND_UP
+
+
+def corollary2(pairs: PairSet, eps, *, form: str = "max", rtol: float = 1e-9) -> jax.Array:
+    """Corollary 2, GMM-UBM priors (same weights and variances component by component, means
+    differ), δ = 0 under the identity coupling of components:
+
+    * ``form="paper"`` — eq. (15), b = (1/ε) Σ_m α_m |μ_im − μ_jm|. **Erratum: not sufficient in
+      general** (the counterexample of :func:`theorem2` is a GMM-UBM pair: (15) gives b = 2, exact
+      δ = 0.01).
+    * ``form="max"`` (default) — b = (1/ε) max_{α_m > 0} |μ_im − μ_jm|: each component pair is a
+      translation, so Remark 1 applies to it and the coupling bound is exactly 0. Valid.
+
+    Raises ``ValueError`` unless weights and stds match within ``rtol`` (relative).
+    """
+    pairs = require_pairs(pairs, GaussianMixture, "corollary2")
+    _validate.choice("form", form, FORMS)
+    eps = _validate.epsilon(eps)
+    for name in ("weights", "stds"):
+        one, two = getattr(pairs.first, name), getattr(pairs.second, name)
+        if _validate.is_concrete(one) and _validate.is_concrete(two):
+            one, two = np.asarray(one), np.asarray(two)
+            if np.any(np.abs(one - two) > rtol * np.maximum(np.abs(one), np.abs(two))):
+                raise ValueError(f"pairs must share {name} component by component for corollary2 (GMM-UBM); use theorem2")
+    k = pairs.first.num_components
+    weights = pairs.first.weights[..., :, None] * jnp.eye(k)  # the identity coupling of components
+    shift = jnp.abs(pairs.first.means - pairs.second.means)[..., :, None] * jnp.eye(k)
+    return mixture_theorem_scale(weights, shift, eps, form)

@@ -40,10 +40,12 @@ from . import _validate
 from .bounds import _gaussian_pairs, theorem1_scale
 from . import kantorovich
 from .kantorovich import THEOREM3_CONSTANTS
-from .losses import pair_delta, prior_delta
+from .bounds import mixture_theorem_scale, theorem2
+from .couplings import gmm_coupling
+from .losses import mixture_coupling, mixture_differences, pair_delta, prior_delta
 from .losses_discrete import discrete_delta
 from .pairs import PairSet
-from .priors import Discrete
+from .priors import Discrete, GaussianMixture
 from .tau import METHODS as TAU_METHODS
 from .tau import tau_star_unchecked
 
@@ -100,7 +102,8 @@ class _Config(NamedTuple):
     """Static search settings (one compiled search per distinct value).
 
     ``family`` names the prior type and the per-pair parameter tuple the search carries:
-    ``"gaussian"`` — (Δμ, σ_i, σ_j); ``"discrete"`` — (support, p_i, p_j), atoms on the last axis.
+    ``"gaussian"`` — (Δμ, σ_i, σ_j); ``"discrete"`` — (support, p_i, p_j), atoms on the last axis;
+    ``"mixture"`` — (w, Δμ, Δσ) on the (k, k) component grid, w the GMM plan's weights.
     """
 
     level: str
@@ -114,12 +117,17 @@ class _Config(NamedTuple):
 
 
 def _delta(cfg: _Config, symmetric, b, params, eps):
+    if cfg.family == "mixture":
+        return mixture_coupling(*params, b, eps)
     if cfg.family == "discrete":
         return discrete_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
     return pair_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
 
 
 def _delta_at_zero(cfg: _Config, symmetric, params, eps):
+    if cfg.family == "mixture":  # the plan's mass moved at all (U1 → P(W ≠ 0) as b → 0)
+        w, d_mu, d_sigma = params
+        return jnp.sum(jnp.where((d_mu != 0) | (d_sigma != 0), w, 0.0), axis=(-2, -1))
     if cfg.family == "discrete":
         # exact: the atoms' own hockey-stick; coupling: the plan's mass moved a nonzero distance
         return discrete_delta(cfg.level, cfg.noise, *params, jnp.zeros_like(eps), eps, symmetric)
@@ -147,6 +155,11 @@ def _initial_bracket(cfg: _Config, params, eps, target):
     verifies them."""
     if cfg.family == "discrete":
         hi = jnp.maximum(_discrete_guess(cfg, params, eps, target) * _ROUND_UP, 1e-300)
+        return hi, hi
+    if cfg.family == "mixture":  # Theorem 2 in its valid (max) form, with the same plan
+        w, d_mu, d_sigma = params
+        cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target, "exact"))
+        hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
         return hi, hi
     d_mu, s1, s2 = params
     hi = theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * _ROUND_UP
@@ -269,9 +282,9 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 _prior_delta_jit = jax.jit(prior_delta)
 
 
-@partial(jax.jit, static_argnames=("noise", "family"))
-def _exact_delta_jit(params, b, eps, noise, symmetric, family):
-    return _delta(_Config("exact", noise, "bisection", 0.0, family), symmetric, b, params, eps)
+@partial(jax.jit, static_argnames=("noise", "family", "level"))
+def _delta_jit(params, b, eps, noise, symmetric, family, level="exact"):
+    return _delta(_Config(level, noise, "bisection", 0.0, family), symmetric, b, params, eps)
 
 
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
@@ -281,14 +294,17 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     ``chunk`` at a time, until the next bound is ≤ the running max (then the max is exact) or
     ``budget`` chunks are spent (then the largest remaining L1 bound stands in for the unvisited
     pairs: still an upper bound). Gaussian noise, and discrete priors: every pair, in chunks.
+    Gaussian mixtures: the coupling bound of their plan (an upper bound on the exact δ; no exact
+    evaluator for mixtures yet).
     """
-    if family == "discrete":
+    if family != "gaussian":  # discrete: exact; mixtures: the coupling bound (≥ exact)
+        level = "coupling" if family == "mixture" else "exact"
         total = params[0].shape[0]
         best = 0.0
         for start in range(0, total, chunk):
             idx = np.arange(start, min(start + chunk, total))
             part = _pad_take(params, idx, _bucket(idx.size, chunk))
-            best = max(best, float(jnp.max(_exact_delta_jit(tuple(part), scale, eps, noise, symmetric, family))))
+            best = max(best, float(jnp.max(_delta_jit(tuple(part), scale, eps, noise, symmetric, family, level))))
         return jnp.asarray(best)
     d_mu, s1, s2 = params
     if float(scale) == 0.0:  # no noise: the priors' own hockey-stick, closed form for every pair
@@ -296,7 +312,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     if noise == "gaussian" or d_mu.size <= chunk:
         idx = np.arange(d_mu.size)
         padded = _pad_take(params, idx, _bucket(idx.size, max(chunk, idx.size)))
-        return jnp.max(_exact_delta_jit(tuple(padded), scale, eps, noise, symmetric, family))
+        return jnp.max(_delta_jit(tuple(padded), scale, eps, noise, symmetric, family))
     bound = np.asarray(pair_delta("coupling", "laplace", d_mu, s1, s2, scale, eps, symmetric))
     order = np.argsort(-bound, kind="stable")
     best = 0.0
@@ -304,7 +320,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
         if bound[order[start]] <= best:
             return jnp.asarray(best)
         visit = _pad_take(params, order[start : start + chunk], chunk)
-        vals = _exact_delta_jit(tuple(visit), scale, eps, noise, symmetric, family)
+        vals = _delta_jit(tuple(visit), scale, eps, noise, symmetric, family)
         best = max(best, float(jnp.max(vals)))
     rest = chunk * budget
     return jnp.asarray(max(best, float(bound[order[rest]]) if rest < order.size else best))
@@ -436,11 +452,14 @@ def calibrate(
     if not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
     discrete = isinstance(pairs, PairSet) and isinstance(pairs.first, Discrete)
-    family = "discrete" if discrete else "gaussian"
-    if not discrete:
+    mixture = isinstance(pairs, PairSet) and isinstance(pairs.first, GaussianMixture)
+    family = "discrete" if discrete else "mixture" if mixture else "gaussian"
+    if family == "gaussian":
         pairs = _gaussian_pairs(pairs, "calibrate")
-    elif level == "indicator":
+    elif discrete and level == "indicator":
         raise ValueError("level 'indicator' is for Gaussian priors; for Discrete pairs use 'theorem', 'coupling' or 'exact'")
+    elif mixture and (level not in ("theorem", "coupling") or noise != "laplace"):
+        raise ValueError("GaussianMixture pairs are calibrated at levels 'theorem' and 'coupling' with Laplace noise (the exact level for mixtures is not implemented yet)")
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta)
     if eps.ndim or delta.ndim:
@@ -449,13 +468,17 @@ def calibrate(
     if discrete:
         n = pairs.first.num_atoms
         params = tuple(a.reshape(-1, n) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
+    elif mixture:  # the plan minimising Theorem 2's own cost at this δ
+        k = pairs.first.num_components
+        plan = gmm_coupling(pairs, cost="bound", delta=delta, tau=tau)
+        params = tuple(a.reshape(-1, k, k) for a in (plan.weights, *mixture_differences(pairs)))
     else:
         d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)
         params = (d_mu, pairs.first.std.reshape(-1), pairs.second.std.reshape(-1))
 
     if level == "theorem":
-        if discrete:
-            per_pair = kantorovich.theorem1(pairs, eps).reshape(-1)
+        if discrete or mixture:
+            per_pair = (kantorovich.theorem1(pairs, eps) if discrete else theorem2(pairs, eps, delta, coupling="bound", form="max", tau=tau)).reshape(-1)
             scale = jnp.max(per_pair)
         else:
             per_pair, scale = _theorem_level(params[0], params[1] - params[2], eps, delta, tau)

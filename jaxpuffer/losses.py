@@ -50,7 +50,8 @@ from ._roots import illinois, newton_in_bracket
 from .noise import gauss_laplace, laplace_log_ratio, log_mills, normal_mass, shift_agm
 from .losses_discrete import discrete_delta, discrete_probabilistic
 from .pairs import PairSet
-from .priors import Discrete
+from .couplings import gmm_coupling
+from .priors import Discrete, GaussianMixture
 
 NOISES = ("laplace", "gaussian")
 COUPLING_METHODS = ("closed", "quadrature", "monte_carlo")
@@ -383,6 +384,14 @@ def theorem_delta(delta_mu, delta_sigma, scale, eps):
     return jnp.where(abs_sigma > 0, tail, jnp.where(slack >= 0, 0.0, 1.0))
 
 
+def mixture_coupling(w, d_mu, d_sigma, b, eps):
+    """The coupling bound of the GMM plan (12), level (24): Σ_ml w_ml U1(Δμ_ml, Δσ_ml; b), U1 the
+    Monge bound (35) between components m and l (Laplace noise). ``w``, ``d_mu``, ``d_sigma`` carry
+    the component axes (k, k) last; ``b``, ``eps`` the batch."""
+    b_, eps_ = b[..., None, None], eps[..., None, None]
+    return jnp.minimum(jnp.sum(w * _coupling_laplace_closed(d_mu, d_sigma, b_, eps_), axis=(-2, -1)), 1.0)
+
+
 # ----------------------------------------------------------------------------- per-pair kernels
 
 
@@ -443,6 +452,12 @@ def _prepare_discrete(pairs, scale, eps, noise):
     return x, p, q, jnp.broadcast_to(scale, shape), jnp.broadcast_to(eps, shape)
 
 
+def mixture_differences(pairs):
+    """Δμ_ml = μ_im − μ_jl and Δσ_ml = σ_im − σ_jl of mixture pairs, shape batch + (k, k)."""
+    first, second = pairs.first, pairs.second
+    return first.means[..., :, None] - second.means[..., None, :], first.stds[..., :, None] - second.stds[..., None, :]
+
+
 def _is_discrete(pairs) -> bool:
     return isinstance(pairs, PairSet) and isinstance(pairs.first, Discrete)
 
@@ -487,6 +502,7 @@ def delta_coupling(
     key=None,
     num_samples: int = 100_000,
     confidence: float = 0.999,
+    weights=None,
 ):
     """L1: the Monge-coupling bound (35), U1(b) = E[h(|W|)], W = x − T(x) ~ N(Δμ, Δσ²).
 
@@ -496,12 +512,25 @@ def delta_coupling(
     * ``"closed"`` — Laplace only, MATH.md §6's closed form;
     * ``"quadrature"`` — composite Gauss–Legendre (16 × 16 nodes) in (W − Δμ)/|Δσ| on each side
       of the region where h vanishes;
+    * GaussianMixture pairs (Laplace, ``"closed"``): the bound (24) of the GMM plan (12),
+      Σ w_ml U1_ml, with ``weights`` a :class:`jaxpuffer.couplings.ComponentPlan` (default: the
+      paper's w*, ``jp.gmm_coupling(pairs, cost="w2")``);
     * Discrete pairs: the bound of the quantile plan π*, Σ π*(x, x') h(|x − x'|), ``"closed"``
       only (any noise);
     * ``"monte_carlo"`` — ``num_samples`` draws of W (``key`` required); returns
       ``(estimate, upper)``, ``upper`` an empirical-Bernstein bound at ``confidence``.
     """
     _validate.choice("method", method, COUPLING_METHODS)
+    if isinstance(pairs, PairSet) and isinstance(pairs.first, GaussianMixture):
+        if method != "closed" or noise != "laplace":
+            raise ValueError("GaussianMixture pairs: method 'closed' with Laplace noise only, for now")
+        scale = _validate.float_array("scale", scale)
+        _validate.positive("scale", scale)
+        eps = _validate.epsilon(eps)
+        plan = gmm_coupling(pairs, cost="w2") if weights is None else weights
+        shape = _validate.broadcast_shapes(pairs=pairs.batch_shape, scale=scale.shape, eps=eps.shape)
+        d_mu, d_sigma = mixture_differences(pairs)
+        return mixture_coupling(plan.weights, d_mu, d_sigma, jnp.broadcast_to(scale, shape), jnp.broadcast_to(eps, shape))
     if _is_discrete(pairs):
         if method != "closed":
             raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
