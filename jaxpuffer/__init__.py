@@ -5,7 +5,7 @@ import jax as _jax
 # process (the same switch as JAX_ENABLE_X64=1), before any array is created here.
 _jax.config.update("jax_enable_x64", True)
 
-from .priors import Discrete, Gaussian  # noqa: E402
+from .priors import Discrete, Gaussian, GaussianMixture  # noqa: E402
 from .pairs import (  # noqa: E402
     PairSet,
     all_pairs,
@@ -18,7 +18,7 @@ from .pairs import (  # noqa: E402
 )
 from .tau import tau_star  # noqa: E402
 from . import bounds, kantorovich  # noqa: E402
-from .couplings import TransportPlan, plan_sensitivity, quantile_cmf, quantile_plan  # noqa: E402
+from .couplings import ComponentPlan, TransportPlan, gmm_coupling, plan_sensitivity, quantile_cmf, quantile_plan  # noqa: E402
 from .losses import delta_coupling, delta_exact, delta_indicator, delta_probabilistic, delta_theorem  # noqa: E402
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
@@ -35,6 +35,9 @@ __all__ = [
     "privatize",
     "Discrete",
     "Gaussian",
+    "GaussianMixture",
+    "ComponentPlan",
+    "gmm_coupling",
     "PairSet",
     "all_pairs",
     "all_pairs_index",

@@ -1,0 +1,138 @@
+"""Gaussian-mixture priors: the exact component transport LP, Theorem 2 / Corollary 2 (with the
+erratum), the coupling level of the GMM plan, and calibration.
+
+References: scipy.optimize.linprog (HiGHS) for the LPs; scipy.integrate.quad of the mixture ⊛
+Laplace density (``_reference.mixture_delta_quad``) for exact δ.
+"""
+import numpy as np
+import pytest
+from _reference import mixture_delta_quad
+from scipy.optimize import linprog
+
+import jaxpuffer as jp
+from jaxpuffer.couplings import component_costs, transport_plan
+
+COUNTER = ([0.99, 0.01], [0.0, 100.0], [1.0, 1.0]), ([0.99, 0.01], [0.0, -100.0], [1.0, 1.0])
+
+
+def mixture_pair(first, second):
+    return jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*second))
+
+
+def random_mixtures(n, k, seed):
+    rng = np.random.default_rng(seed)
+    return (rng.dirichlet(np.ones(k), n), rng.normal(0, 3, (n, k)), rng.uniform(0.2, 2.5, (n, k)))
+
+
+def lp_reference(a, b, c):
+    k, l = c.shape
+    eq = np.vstack([np.kron(np.eye(k), np.ones(l)), np.kron(np.ones(k), np.eye(l))])
+    res = linprog(c.ravel(), A_eq=eq, b_eq=np.concatenate([a, b]), bounds=(0, None), method="highs")
+    return res.x.reshape(k, l), res.fun
+
+
+def test_mixture_validation_and_padding():
+    with pytest.raises(ValueError, match="weights must sum to 1"):
+        jp.GaussianMixture([0.5, 0.6], [0, 1], [1, 1])
+    with pytest.raises(ValueError, match="stds must be >= 0"):
+        jp.GaussianMixture([0.5, 0.5], [0, 1], [1, -1])
+    pairs = mixture_pair(([0.3, 0.7], [0, 1], [1, 2]), ([1.0], [0.0], [1.0]))
+    np.testing.assert_allclose(pairs.second.weights, [1.0, 0.0])
+    assert pairs.first.num_components == pairs.second.num_components == 2
+
+
+def test_transport_lp_is_exact_against_linprog():
+    rng = np.random.default_rng(0)
+    for trial in range(40):
+        k = int(rng.integers(1, 6))
+        a, b = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+        if trial % 4 == 0 and k > 1:  # zero weights (padding) and degenerate marginals
+            a[0], b[-1] = 0.0, 0.0
+            a, b = a / a.sum(), b / b.sum()
+        if trial % 7 == 0:
+            b = a.copy()
+        c = rng.uniform(0, 5, (k, k)) ** 2
+        plan = transport_plan(a, b, c)
+        _, best = lp_reference(a, b, c)
+        w = np.asarray(plan.weights)
+        assert bool(plan.converged)
+        assert np.all(w >= 0) and np.allclose(w.sum(1), a, atol=1e-12, rtol=0) and np.allclose(w.sum(0), b, atol=1e-12, rtol=0)
+        assert float(plan.cost) == pytest.approx(best, rel=1e-12, abs=1e-14)
+        assert 0.0 <= float(plan.gap) <= 1e-10 * max(1.0, best)  # the dual certificate is tight
+
+
+def test_theorem2_paper_form_matches_a_per_pair_scipy_computation():
+    w1, m1, s1 = random_mixtures(15, 3, seed=1)
+    w2, m2, s2 = random_mixtures(15, 3, seed=2)
+    pairs = mixture_pair((w1, m1, s1), (w2, m2, s2))
+    eps, delta = 0.8, 1e-3
+    got = {c: np.asarray(jp.bounds.theorem2(pairs, eps, delta, coupling=c, form="paper")) for c in ("w2", "bound")}
+    tau = float(jp.tau_star(delta))
+    for i in range(15):
+        d_mu = np.abs(m1[i][:, None] - m2[i][None, :])
+        d_s = np.abs(s1[i][:, None] - s2[i][None, :])
+        bound_cost = d_mu + tau * d_s
+        w_star, _ = lp_reference(w1[i], w2[i], d_mu**2 + d_s**2)
+        assert got["w2"][i] == pytest.approx(np.sum(w_star * bound_cost) / eps, rel=1e-10)
+        _, best = lp_reference(w1[i], w2[i], bound_cost)
+        assert got["bound"][i] == pytest.approx(best / eps, rel=1e-10)
+    assert np.all(got["bound"] <= got["w2"] * (1 + 1e-12))
+
+
+def test_one_component_mixtures_equal_the_gaussian_results():
+    rng = np.random.default_rng(3)
+    m1, s1, m2, s2 = rng.normal(0, 1, 30), rng.uniform(0.2, 2, 30), rng.normal(0, 1, 30), rng.uniform(0.2, 2, 30)
+    gauss = jp.PairSet(jp.Gaussian(m1, s1), jp.Gaussian(m2, s2))
+    mix = mixture_pair((np.ones((30, 1)), m1[:, None], s1[:, None]), (np.ones((30, 1)), m2[:, None], s2[:, None]))
+    ref = np.asarray(jp.bounds.theorem1(gauss, 1.0, 1e-3))
+    for form in ("max", "paper"):
+        np.testing.assert_allclose(jp.bounds.theorem2(mix, 1.0, 1e-3, form=form), ref, rtol=1e-14)
+    for level in ("theorem", "coupling"):
+        np.testing.assert_allclose(jp.calibrate(mix, 1.0, 1e-3, level=level).per_pair, jp.calibrate(gauss, 1.0, 1e-3, level=level).per_pair, rtol=1e-12)
+    np.testing.assert_allclose(jp.delta_coupling(mix, 1.5, 1.0), jp.delta_coupling(gauss, 1.5, 1.0), rtol=1e-13)
+
+
+def test_theorem2_and_corollary2_as_printed_are_not_sufficient():
+    # the erratum: (13) and (15) give b = 2 "with δ = 0"; the exact δ there is 0.01
+    pairs = mixture_pair(*COUNTER)
+    assert float(jp.bounds.theorem2(pairs, 1.0, 1e-3, form="paper")) == pytest.approx(2.0, rel=1e-12)
+    assert float(jp.bounds.corollary2(pairs, 1.0, form="paper")) == pytest.approx(2.0, rel=1e-12)
+    assert mixture_delta_quad(*COUNTER, 2.0, 1.0) == pytest.approx(0.01, rel=1e-3)
+    # the valid forms and the coupling level are sound there
+    for b in (jp.bounds.corollary2(pairs, 1.0), jp.calibrate(pairs, 1.0, 1e-3, level="coupling").scale):
+        assert mixture_delta_quad(*COUNTER, float(b), 1.0) <= 1e-3
+
+
+def test_corollary2_valid_form_gives_zero_exact_delta():
+    first = ([0.2, 0.5, 0.3], [-2.0, 0.0, 3.0], [0.5, 1.0, 0.7])
+    second = ([0.2, 0.5, 0.3], [-1.0, 0.4, 2.0], [0.5, 1.0, 0.7])
+    b = float(jp.bounds.corollary2(mixture_pair(first, second), 1.0))
+    assert b == pytest.approx(1.0, rel=1e-12)
+    assert mixture_delta_quad(first, second, b, 1.0) <= 1e-12
+    with pytest.raises(ValueError, match="share stds"):
+        jp.bounds.corollary2(mixture_pair(first, (first[0], first[1], [1.0, 1.0, 1.0])), 1.0)
+
+
+def test_coupling_level_is_sound_and_ordered_on_random_mixtures():
+    w1, m1, s1 = random_mixtures(6, 3, seed=5)
+    w2, m2, s2 = random_mixtures(6, 2, seed=6)
+    pairs = mixture_pair((w1, m1, s1), (w2, m2, s2))
+    eps, delta = 1.0, 1e-3
+    coupling = jp.calibrate(pairs, eps, delta, level="coupling")
+    theorem = jp.calibrate(pairs, eps, delta, level="theorem")
+    assert coupling.converged and float(coupling.delta_achieved) <= delta
+    assert np.all(np.asarray(coupling.per_pair) <= np.asarray(theorem.per_pair) * (1 + 1e-12))
+    for i in range(6):
+        b = float(coupling.per_pair[i])
+        exact = mixture_delta_quad((w1[i], m1[i], s1[i]), (w2[i], m2[i], s2[i]), b, eps)
+        assert exact <= delta * (1 + 1e-9)
+
+
+def test_mixture_bad_inputs():
+    pairs = mixture_pair(*COUNTER)
+    with pytest.raises(ValueError, match="exact level for mixtures is not implemented"):
+        jp.calibrate(pairs, 1.0, 1e-3, level="exact")
+    with pytest.raises(ValueError, match="delta is required"):
+        jp.gmm_coupling(pairs, cost="bound")
+    with pytest.raises(ValueError, match="form must be one of"):
+        jp.bounds.theorem2(pairs, 1.0, 1e-3, form="mean")
