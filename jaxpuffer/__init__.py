@@ -22,6 +22,8 @@ from .couplings import ComponentPlan, TransportPlan, gmm_coupling, plan_sensitiv
 from .losses import delta_coupling, delta_exact, delta_indicator, delta_probabilistic, delta_theorem  # noqa: E402
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
+from .fitting import GMMFit, fit_gmm, priors_from_table  # noqa: E402
+from . import data  # noqa: E402
 
 __all__ = [
     "Calibration",
@@ -36,6 +38,10 @@ __all__ = [
     "Discrete",
     "Gaussian",
     "GaussianMixture",
+    "GMMFit",
+    "data",
+    "fit_gmm",
+    "priors_from_table",
     "ComponentPlan",
     "gmm_coupling",
     "PairSet",
