@@ -108,3 +108,17 @@ def education_index(levels, *, others: str = "drop") -> tuple[np.ndarray, np.nda
     index = np.array([lookup[v] for v in levels])
     keep = index <= len(KANTOROVICH_EDUCATION) if others == "drop" else np.ones(index.shape, bool)
     return index[keep].astype(float), keep
+
+
+def max_log_ratio(samples_i, samples_j, bins, *, min_count: int = 20) -> tuple[float, int]:
+    """Empirical indistinguishability of two samples on common ``bins`` (edges): the max over bins
+    of |log P̂(bin | s_i) / P̂(bin | s_j)| among bins with at least ``min_count`` samples of each
+    secret (sparser bins measure sampling noise, not the mechanism), and the number of bins that
+    hold samples of one secret only (an unbounded empirical ratio)."""
+    counts_i, _ = np.histogram(np.asarray(samples_i), bins=bins)
+    counts_j, _ = np.histogram(np.asarray(samples_j), bins=bins)
+    p_i, p_j = counts_i / counts_i.sum(), counts_j / counts_j.sum()
+    both = (counts_i >= min_count) & (counts_j >= min_count)
+    one_only = int(np.sum((counts_i > 0) != (counts_j > 0)))
+    ratio = float(np.max(np.abs(np.log(p_i[both] / p_j[both])))) if both.any() else float("nan")
+    return ratio, one_only

@@ -290,3 +290,26 @@ def test_general_exponential_mechanism_eta_and_metric():
         K.theorem1(pairs, 0.5, eta_inverse=3.0)
     with pytest.raises(ValueError, match="metric must be 'l1' or a callable"):
         K.theorem1(pairs, 0.5, metric="l2")
+
+
+def test_loaders_count_missing_rows_and_reject_bad_files(datasets_dir, tmp_path):
+    from jaxpuffer import data
+
+    adult = data.load_adult(datasets_dir / "adult.data", ["education", "race", "workclass"])
+    assert adult.rows + adult.dropped == 32561 and adult.dropped == 1836  # '?' in workclass
+    races, counts = np.unique(data.load_adult(datasets_dir / "adult.data", ["race"]).columns["race"], return_counts=True)
+    assert dict(zip(races, counts))["Asian-Pac-Islander"] == 1039
+    heart = data.load_hungarian(datasets_dir / "processed.hungarian.data", ["chol", "sex"])
+    assert (heart.rows, heart.dropped) == (271, 23)
+    with pytest.raises(ValueError, match="is not a file"):
+        data.load_adult(tmp_path / "missing.data")
+    bad = tmp_path / "bad.data"
+    bad.write_text("39, State-gov, 77516\n")
+    with pytest.raises(ValueError, match="line 1: expected 15"):
+        data.load_adult(bad)
+    bad.write_text("1,x,3,4,5,6,7,8,9,10,11,12,13,14\n")
+    with pytest.raises(ValueError, match="column 'sex' is not a number"):
+        data.load_hungarian(bad, ["sex"])
+    index, keep = data.education_index(["Bachelors", "Preschool", "Doctorate"])
+    np.testing.assert_array_equal(index, [1.0, 14.0])
+    assert keep.tolist() == [True, False, True]

@@ -10,7 +10,7 @@ from _reference import mixture_delta_quad
 from scipy.optimize import linprog
 
 import jaxpuffer as jp
-from jaxpuffer.couplings import component_costs, transport_plan
+from jaxpuffer.couplings import transport_plan
 
 COUNTER = ([0.99, 0.01], [0.0, 100.0], [1.0, 1.0]), ([0.99, 0.01], [0.0, -100.0], [1.0, 1.0])
 
