@@ -14,8 +14,9 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
    δ(hi) ≤ δ. ``lo = hi·2⁻⁴⁰`` is verified infeasible (else it is the answer).
 3. **Solve.** ``solver="optax"``: Newton steps on u = log b driving log δ(b) to log δ, passed
    through an optax transform chain (a trust-region clip of 2 in log b) and kept inside the
-   bracket (bisection when a step leaves it); proposals alternate a hair above and below the
-   Newton root so both ends close in. ``solver="bisection"``: geometric bisection of the bracket
+   bracket (bisection when a step leaves it, or when the bracket has not shrunk 4-fold over the
+   last 4 iterations); proposals alternate a hair above and below the Newton root so both ends
+   close in. ``solver="bisection"``: geometric bisection of the bracket
    in ``lax`` loops. Every evaluation moves ``lo`` or ``hi``; both solvers stop when
    hi/lo − 1 ≤ ``rtol`` and return ``hi``, whose δ was evaluated ≤ the target: the feasibility
    guarantee holds by construction. ``converged`` says whether the bracket closed.
@@ -61,6 +62,7 @@ _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _MAX_DOUBLINGS = 80
 _FIRST_PASS = 20  # optax iterations for the whole batch; slower pairs are re-solved compacted
 _LEFTOVER_BUCKET = 256
+_STALL_CHECK = 4  # optax solver: iterations between checks that the bracket shrinks
 
 
 class Calibration(NamedTuple):
@@ -193,7 +195,7 @@ def _search(cfg: _Config, params, eps, target, max_iter, symmetric):
     cap = jnp.log(hi0) + _MAX_DOUBLINGS * math.log(2.0)
 
     def body(state):
-        u, log_lo, log_hi, hi_ok, opt_state, it, done = state
+        u, log_lo, log_hi, hi_ok, opt_state, it, done, width_ref = state
         b = jnp.exp(u)
         if newton:
             d, dd = jax.jvp(lambda bb: f(bb, params, eps), (b,), (b,))  # dd = dδ/du
@@ -232,14 +234,22 @@ def _search(cfg: _Config, params, eps, target, max_iter, symmetric):
             proposal = jnp.where(inside, proposal, jnp.where(usable, mid, halve))
         else:
             proposal = mid
+        # safeguard: every _STALL_CHECK iterations the bracket must have shrunk 4-fold (in log b)
+        # since the last check, else bisect (Newton can creep along one end of a near-kink)
+        width = log_hi - log_lo
+        check = (it % _STALL_CHECK) == _STALL_CHECK - 1
+        stalled = check & (width > 0.25 * width_ref)
+        width_ref = jnp.where(check, width, width_ref)
+        proposal = jnp.where(stalled, mid, proposal)
         u_next = jnp.where(closed | grow, log_hi, proposal)
         finished = live & ((closed & hi_ok) | (log_hi > cap))
-        return u_next, log_lo, log_hi, hi_ok, opt_state, it + live.astype(int), done | finished
+        return u_next, log_lo, log_hi, hi_ok, opt_state, it + live.astype(int), done | finished, width_ref
 
     u0 = jnp.log(start)
     log_hi0 = jnp.log(hi0)
-    state = (u0, log_hi0 + math.log(_FLOOR), log_hi0, jnp.zeros(u0.shape, bool), transform.init(u0), jnp.zeros(u0.shape, int), zero_ok)
-    u, log_lo, log_hi, hi_ok, _, iterations, done = jax.lax.while_loop(
+    state = (u0, log_hi0 + math.log(_FLOOR), log_hi0, jnp.zeros(u0.shape, bool), transform.init(u0), jnp.zeros(u0.shape, int), zero_ok,
+             jnp.full(u0.shape, jnp.inf))
+    u, log_lo, log_hi, hi_ok, _, iterations, done, _ = jax.lax.while_loop(
         lambda s: (~jnp.all(s[6])) & (jnp.max(s[5]) < max_iter), body, state
     )
     b = jnp.where(zero_ok, 0.0, jnp.exp(log_hi))
