@@ -14,8 +14,8 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
    δ(hi) ≤ δ. ``lo = hi·2⁻⁴⁰`` is verified infeasible (else it is the answer).
 3. **Solve.** ``solver="optax"``: Newton steps on u = log b driving log δ(b) to log δ, passed
    through an optax transform chain (a trust-region clip of 2 in log b) and kept inside the
-   bracket (bisection when a step leaves it, or when the bracket has not shrunk 4-fold over the
-   last 4 iterations); proposals alternate a hair above and below the Newton root so both ends
+   bracket (bisection when a step leaves it, or, after 16 iterations, when the bracket has not
+   halved over the last 3); proposals alternate a hair above and below the Newton root so both ends
    close in. ``solver="bisection"``: geometric bisection of the bracket
    in ``lax`` loops. Every evaluation moves ``lo`` or ``hi``; both solvers stop when
    hi/lo − 1 ≤ ``rtol`` and return ``hi``, whose δ was evaluated ≤ the target: the feasibility
@@ -62,7 +62,7 @@ _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _MAX_DOUBLINGS = 80
 _FIRST_PASS = 20  # optax iterations for the whole batch; slower pairs are re-solved compacted
 _LEFTOVER_BUCKET = 256
-_STALL_CHECK = 4  # optax solver: iterations between checks that the bracket shrinks
+_STALL_FROM, _STALL_CHECK = 16, 3  # optax solver: when and how often the bracket must shrink
 
 
 class Calibration(NamedTuple):
@@ -234,11 +234,12 @@ def _search(cfg: _Config, params, eps, target, max_iter, symmetric):
             proposal = jnp.where(inside, proposal, jnp.where(usable, mid, halve))
         else:
             proposal = mid
-        # safeguard: every _STALL_CHECK iterations the bracket must have shrunk 4-fold (in log b)
-        # since the last check, else bisect (Newton can creep along one end of a near-kink)
+        # safeguard: past _STALL_FROM iterations, every _STALL_CHECK iterations the bracket must
+        # have halved (in log b) since the last check, else bisect (Newton can creep along one
+        # end of a near-kink, as the coupling bound of a mixture with a near-point-mass component)
         width = log_hi - log_lo
-        check = (it % _STALL_CHECK) == _STALL_CHECK - 1
-        stalled = check & (width > 0.25 * width_ref)
+        check = (it >= _STALL_FROM) & ((it % _STALL_CHECK) == 0)
+        stalled = check & (width > 0.5 * width_ref)
         width_ref = jnp.where(check, width, width_ref)
         proposal = jnp.where(stalled, mid, proposal)
         u_next = jnp.where(closed | grow, log_hi, proposal)
