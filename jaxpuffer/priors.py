@@ -92,8 +92,32 @@ class Gaussian(_Prior):
         return self.batch_shape[0]
 
 
+class _TrailingAxisPrior(_Prior):
+    """Batch plumbing for priors whose fields carry one trailing axis (atoms or components)."""
+
+    @property
+    def batch_shape(self) -> tuple[int, ...]:
+        return tuple(getattr(self, self._fields[0]).shape[:-1])
+
+    def broadcast_to(self, shape):
+        return self._map(lambda a: jnp.broadcast_to(a, tuple(shape) + a.shape[-1:]))
+
+    def reshape(self, *shape):
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
+        return self._map(lambda a: a.reshape(*shape, a.shape[-1]))
+
+    def __getitem__(self, index):
+        index = index if isinstance(index, tuple) else (index,)
+        return self._map(lambda a: a[index + (Ellipsis,)])
+
+    def __len__(self) -> int:
+        if not self.batch_shape:
+            raise TypeError(f"len() of a {type(self).__name__} with an empty batch shape")
+        return self.batch_shape[0]
+
+
 @jax.tree_util.register_pytree_node_class
-class Discrete(_Prior):
+class Discrete(_TrailingAxisPrior):
     """A pmf on a finite sorted alphabet (the Kantorovich paper's priors), any batch shape.
 
     Args:
@@ -130,10 +154,6 @@ class Discrete(_Prior):
         self._set(support=jnp.broadcast_to(support, shape), probs=jnp.broadcast_to(probs, shape))
 
     @property
-    def batch_shape(self) -> tuple[int, ...]:
-        return tuple(self.probs.shape[:-1])
-
-    @property
     def num_atoms(self) -> int:
         return self.probs.shape[-1]
 
@@ -146,21 +166,6 @@ class Discrete(_Prior):
     def mean(self) -> jax.Array:
         return jnp.sum(self.support * self.probs, axis=-1)
 
-    def broadcast_to(self, shape) -> "Discrete":
-        return self._map(lambda a: jnp.broadcast_to(a, tuple(shape) + a.shape[-1:]))
-
-    def reshape(self, *shape) -> "Discrete":
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
-        return self._map(lambda a: a.reshape(*shape, a.shape[-1]))
-
-    def __getitem__(self, index) -> "Discrete":
-        index = index if isinstance(index, tuple) else (index,)
-        return self._map(lambda a: a[index + (Ellipsis,)])
-
-    def __len__(self) -> int:
-        if not self.batch_shape:
-            raise TypeError("len() of a Discrete prior with an empty batch shape")
-        return self.batch_shape[0]
 
     @classmethod
     def from_values(cls, values, alphabet) -> "Discrete":
@@ -178,7 +183,7 @@ class Discrete(_Prior):
 
 
 @jax.tree_util.register_pytree_node_class
-class GaussianMixture(_Prior):
+class GaussianMixture(_TrailingAxisPrior):
     """Gaussian mixture Σ_m α_m N(μ_m, σ_m²) (the Gaussian-priors paper, Sections IV–V), any batch
     shape, components on the last axis.
 
@@ -219,10 +224,6 @@ class GaussianMixture(_Prior):
         return cls.tree_unflatten(None, (jnp.ones(prior.batch_shape + (1,)), prior.mean[..., None], prior.std[..., None]))
 
     @property
-    def batch_shape(self) -> tuple[int, ...]:
-        return tuple(self.weights.shape[:-1])
-
-    @property
     def num_components(self) -> int:
         return self.weights.shape[-1]
 
@@ -240,18 +241,3 @@ class GaussianMixture(_Prior):
         pad = lambda a, fill: jnp.concatenate([a, jnp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)  # noqa: E731
         return self.tree_unflatten(None, (pad(self.weights, 0.0), pad(self.means, self.means[..., :1]), pad(self.stds, self.stds[..., :1])))
 
-    def broadcast_to(self, shape) -> "GaussianMixture":
-        return self._map(lambda a: jnp.broadcast_to(a, tuple(shape) + a.shape[-1:]))
-
-    def reshape(self, *shape) -> "GaussianMixture":
-        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], tuple) else shape
-        return self._map(lambda a: a.reshape(*shape, a.shape[-1]))
-
-    def __getitem__(self, index) -> "GaussianMixture":
-        index = index if isinstance(index, tuple) else (index,)
-        return self._map(lambda a: a[index + (Ellipsis,)])
-
-    def __len__(self) -> int:
-        if not self.batch_shape:
-            raise TypeError("len() of a GaussianMixture with an empty batch shape")
-        return self.batch_shape[0]
