@@ -37,12 +37,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _validate
-from .bounds import _gaussian_pairs, theorem1_scale
-from . import kantorovich
-from .kantorovich import THEOREM3_CONSTANTS
-from .bounds import mixture_theorem_scale, theorem2
+from . import _validate, kantorovich
+from .bounds import _gaussian_pairs, mixture_theorem_scale, theorem1_scale, theorem2
 from .couplings import gmm_coupling
+from .kantorovich import THEOREM3_CONSTANTS
 from .losses import mixture_coupling, mixture_differences, pair_delta, prior_delta
 from .losses_discrete import discrete_delta
 from .pairs import PairSet
