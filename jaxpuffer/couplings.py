@@ -22,7 +22,9 @@ import jax
 import jax.numpy as jnp
 
 from .pairs import PairSet, require_pairs
-from .priors import Discrete
+from . import _validate
+from .priors import Discrete, GaussianMixture
+from .tau import tau_star_unchecked
 
 DEFAULT_ATOL = 1e-12
 
@@ -270,9 +272,6 @@ def gmm_coupling(pairs: PairSet, *, cost: str = "w2", delta=None, tau: str = "ex
     bound's own cost Σ w_ml (|Δμ_ml| + τ*(δ)|Δσ_ml|) (needs ``delta``), which gives a smaller
     valid b in Theorem 2 — its proof holds for every feasible w. See :func:`transport_plan`.
     """
-    from .priors import GaussianMixture
-    from .tau import tau_star_unchecked
-
     pairs = require_pairs(pairs, GaussianMixture, "gmm_coupling")
     if cost not in GMM_COSTS:
         raise ValueError(f"cost must be one of 'w2', 'bound'; got {cost!r}")
@@ -280,8 +279,6 @@ def gmm_coupling(pairs: PairSet, *, cost: str = "w2", delta=None, tau: str = "ex
     if cost == "bound":
         if delta is None:
             raise ValueError("delta is required for cost='bound' (the cost uses τ*(δ))")
-        from . import _validate
-
         tau_value = tau_star_unchecked(_validate.delta(delta), tau)
     costs = component_costs(pairs.first, pairs.second, cost, tau_value)
     return transport_plan(pairs.first.weights, pairs.second.weights, costs)
