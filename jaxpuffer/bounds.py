@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate
+from .couplings import component_costs, transport_plan
 from .pairs import PairSet, _users, presence_totals, require_pairs
 from .priors import Gaussian, GaussianMixture
 from .tau import METHODS as TAU_METHODS
@@ -140,8 +141,6 @@ def theorem2(pairs: PairSet, eps, delta, *, coupling: str = "w2", form: str = "m
     form's own sum Σ w (|Δμ| + τ*|Δσ|) (MATH.md §3). Both LPs are solved exactly
     (:func:`jaxpuffer.couplings.transport_plan`). Returns b per pair.
     """
-    from .couplings import component_costs, transport_plan
-
     pairs = require_pairs(pairs, GaussianMixture, "theorem2")
     _validate.choice("coupling", coupling, ("w2", "bound"))
     _validate.choice("form", form, FORMS)
