@@ -89,3 +89,14 @@ def broadcast_shapes(**named_shapes: tuple[int, ...]) -> tuple[int, ...]:
     except ValueError:
         desc = ", ".join(f"{k} {tuple(v)}" for k, v in named_shapes.items())
         raise ValueError(f"shapes do not broadcast: {desc}") from None
+
+
+def probability_vector(name: str, arr) -> jax.Array:
+    """Non-negative entries summing to 1 within 1e-9 along the last axis, renormalised exactly."""
+    nonnegative(name, arr)
+    if is_concrete(arr):
+        total = np.sum(np.asarray(arr), axis=-1)
+        off = np.abs(total - 1.0) > 1e-9
+        if np.any(off):
+            raise ValueError(f"{name} must sum to 1 along the last axis (within 1e-9); got a sum of {total[off].ravel()[0]!r}")
+    return arr / jnp.sum(arr, axis=-1, keepdims=True)

@@ -52,6 +52,15 @@ def _discrete_pairs(pairs, caller: str) -> PairSet:
     return require_pairs(pairs, Discrete, caller)
 
 
+def vmap_pairs(fn, x, p, q, *scalars):
+    """Apply a one-pair function fn(x, p, q, *scalars) (atoms on the last axis) over the batch
+    axes of (x, p, q) and of per-pair scalars; outputs (a pytree) get the batch shape back."""
+    batch, n = p.shape[:-1], p.shape[-1]
+    flat = lambda a: jnp.broadcast_to(a, batch + (n,)).reshape(-1, n)  # noqa: E731
+    out = jax.vmap(fn)(flat(x), flat(p), flat(q), *(jnp.broadcast_to(v, batch).reshape(-1) for v in scalars))
+    return jax.tree_util.tree_map(lambda o: o.reshape(batch + o.shape[1:]), out)
+
+
 def quantile_masses(p, q):
     """π*(x_a, x'_b) = |(F_p(a⁻), F_p(a)] ∩ (F_q(b⁻), F_q(b)]| for pmfs on one support (no checks)."""
     f_hi, g_hi = jnp.cumsum(p, axis=-1), jnp.cumsum(q, axis=-1)

@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate
-from .couplings import DEFAULT_ATOL, _discrete_pairs, _metric, check_atol
+from .couplings import DEFAULT_ATOL, _discrete_pairs, _metric, check_atol, vmap_pairs
 from .pairs import PairSet
 
 THEOREM3_CONSTANTS = {"paper": 0.41, "corrected": 0.5 * (2.0 / math.e) ** (1.0 / 3.0) * (2.0 / math.pi) ** (1.0 / 6.0)}
@@ -60,19 +60,11 @@ def _arrays(pairs: PairSet, caller: str, atol: float):
 def sensitivity(x, p, q, atol, metric="l1"):
     """Δ_π* = max d(x − x') over the cells of π* with mass > atol, per pair (arrays with the atoms
     on the last axis; no validation): the staircase of :func:`_staircase`, O(n log n) per pair."""
-    return _per_pair(lambda x, p, q: _max_on_support(*_staircase(x, p, q, atol, metric)[2:]), x, p, q)
+    return vmap_pairs(lambda x, p, q: _max_on_support(*_staircase(x, p, q, atol, metric)[2:]), x, p, q)
 
 
 def _max_on_support(mass, dist):
     return jnp.max(jnp.where(mass > 0, dist, 0.0))
-
-
-def _per_pair(fn, x, p, q, *scalars):
-    """vmap a one-pair function over the batch axes of (x, p, q) and per-pair scalars."""
-    batch, n = p.shape[:-1], p.shape[-1]
-    flat = lambda a: jnp.broadcast_to(a, batch + (n,)).reshape(-1, n)  # noqa: E731
-    out = jax.vmap(fn)(flat(x), flat(p), flat(q), *(jnp.broadcast_to(v, batch).reshape(-1) for v in scalars))
-    return out.reshape(batch)
 
 
 def _eta_theorem1(eps, sensitivity):
@@ -181,7 +173,7 @@ def _theorem2_eta(x, p, q, atol, eps, metric):
         both = jnp.concatenate([_lines_eta(mass, dist, row, n, eps), _lines_eta(mass, dist, col, n, eps)])
         return jnp.min(both)
 
-    return _per_pair(one, x, p, q, eps)
+    return vmap_pairs(one, x, p, q, eps)
 
 
 def theorem3(pairs: PairSet, eps, delta, *, part: str = "b", constant: str = "corrected", atol: float = DEFAULT_ATOL):

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 from jax.nn import logsumexp
 
-from .couplings import quantile_masses
+from .couplings import quantile_masses, vmap_pairs
 from ._roots import newton_in_bracket
 from .noise import normal_mass, shift_agm
 
@@ -192,15 +192,10 @@ def _gaussian_regions_one(x, p, q, theta, eps):
 
 def _gaussian_regions(x, p, q, theta, eps):
     """Batched :func:`_gaussian_regions_one` (θ > 0 selected; θ = 0 gives the atoms' own δ)."""
-    batch = p.shape[:-1]
-    n = p.shape[-1]
     ok = theta > 0
-    flat = lambda a: jnp.broadcast_to(a, batch + (n,)).reshape(-1, n)  # noqa: E731
-    th = jnp.broadcast_to(jnp.where(ok, theta, 1.0), batch).reshape(-1)
-    ep = jnp.broadcast_to(eps, batch).reshape(-1)
-    hockey, prob = jax.vmap(_gaussian_regions_one)(flat(x), flat(p), flat(q), th, ep)
+    hockey, prob = vmap_pairs(_gaussian_regions_one, x, p, q, jnp.where(ok, theta, 1.0), eps)
     atoms = atom_hockey(x, p, q, eps)
-    return jnp.where(ok, hockey.reshape(batch), atoms), jnp.where(ok, prob.reshape(batch), atoms)
+    return jnp.where(ok, hockey, atoms), jnp.where(ok, prob, atoms)
 
 
 # ----------------------------------------------------------------------------- per level

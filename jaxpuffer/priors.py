@@ -142,15 +142,9 @@ class Discrete(_TrailingAxisPrior):
         shape = _validate.broadcast_shapes(support=support.shape, probs=probs.shape)
         if shape[-1] == 0:
             raise ValueError("support must hold at least one point")
-        _validate.nonnegative("probs", probs)
         if _validate.is_concrete(support) and np.any(np.diff(np.asarray(support), axis=-1) < 0):
             raise ValueError("support must be sorted in non-decreasing order along its last axis")
-        if _validate.is_concrete(probs):
-            total = np.sum(np.asarray(probs), axis=-1)
-            if np.any(np.abs(total - 1.0) > 1e-9):
-                bad = total[np.abs(total - 1.0) > 1e-9].ravel()[0]
-                raise ValueError(f"probs must sum to 1 along the last axis (within 1e-9); got a sum of {bad!r}")
-        probs = probs / jnp.sum(probs, axis=-1, keepdims=True)
+        probs = _validate.probability_vector("probs", probs)
         self._set(support=jnp.broadcast_to(support, shape), probs=jnp.broadcast_to(probs, shape))
 
     @property
@@ -207,15 +201,8 @@ class GaussianMixture(_TrailingAxisPrior):
         if min(weights.ndim, means.ndim, stds.ndim) == 0 and max(weights.ndim, means.ndim, stds.ndim) == 0:
             raise ValueError("weights, means and stds need a component axis (last axis)")
         shape = _validate.broadcast_shapes(weights=weights.shape, means=means.shape, stds=stds.shape)
-        _validate.nonnegative("weights", weights)
         _validate.nonnegative("stds", stds)
-        weights = jnp.broadcast_to(weights, shape)
-        if _validate.is_concrete(weights):
-            total = np.sum(np.asarray(weights), axis=-1)
-            if np.any(np.abs(total - 1.0) > 1e-9):
-                bad = total[np.abs(total - 1.0) > 1e-9].ravel()[0]
-                raise ValueError(f"weights must sum to 1 along the last axis (within 1e-9); got a sum of {bad!r}")
-        weights = weights / jnp.sum(weights, axis=-1, keepdims=True)
+        weights = _validate.probability_vector("weights", jnp.broadcast_to(weights, shape))
         self._set(weights=weights, means=jnp.broadcast_to(means, shape), stds=jnp.broadcast_to(stds, shape))
 
     @classmethod
