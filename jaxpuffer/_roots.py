@@ -5,6 +5,14 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+# Grids on which the exact evaluators look for the crossings of a log-density ratio:
+# offsets from each component's mean, in units of its std (21 points) and of the Laplace scale b
+# (16 points; beyond 48 b both Laplace-convolved densities are exact exponentials with one rate).
+_CORE = jnp.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.5, 10.0, 13.0])
+GRID_CORE = jnp.concatenate([-_CORE[:0:-1], _CORE])
+_TAIL = jnp.array([1.0, 2.5, 5.0, 9.0, 15.0, 24.0, 36.0, 48.0])
+GRID_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])
+
 
 def illinois(fun, a, c, fa, fc, steps):
     """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi."""
@@ -42,3 +50,9 @@ def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
 
     _, _, x = jax.lax.fori_loop(0, steps, step, (a, c, start))
     return x
+
+
+def first_true(mask, count):
+    """Indices of the first ``count`` True entries of a 1-D mask, and which of them exist."""
+    idx = jnp.nonzero(mask, size=count, fill_value=0)[0]
+    return idx, jnp.arange(count) < jnp.sum(mask)

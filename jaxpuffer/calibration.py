@@ -41,7 +41,8 @@ from . import _validate, kantorovich
 from .bounds import _gaussian_pairs, mixture_theorem_scale, theorem1_scale, theorem2
 from .couplings import gmm_coupling
 from .kantorovich import THEOREM3_CONSTANTS
-from .losses import mixture_coupling, mixture_differences, pair_delta, prior_delta
+from .losses import pair_delta, prior_delta
+from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from .losses_discrete import discrete_delta
 from .pairs import PairSet
 from .priors import Discrete, GaussianMixture
@@ -103,7 +104,8 @@ class _Config(NamedTuple):
 
     ``family`` names the prior type and the per-pair parameter tuple the search carries:
     ``"gaussian"`` — (Δμ, σ_i, σ_j); ``"discrete"`` — (support, p_i, p_j), atoms on the last axis;
-    ``"mixture"`` — (w, Δμ, Δσ) on the (k, k) component grid, w the GMM plan's weights.
+    ``"mixture"`` — (w, Δμ, Δσ) on the (k, k) component grid, w the GMM plan's weights, then
+    (α, μ_i, σ_i, β, μ_j, σ_j) per component (:func:`jaxpuffer.losses_mixture.mixture_params`).
     """
 
     level: str
@@ -118,15 +120,17 @@ class _Config(NamedTuple):
 
 def _delta(cfg: _Config, symmetric, b, params, eps):
     if cfg.family == "mixture":
-        return mixture_coupling(*params, b, eps)
+        return mixture_delta(cfg.level, cfg.noise, params, b, eps, symmetric)
     if cfg.family == "discrete":
         return discrete_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
     return pair_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
 
 
 def _delta_at_zero(cfg: _Config, symmetric, params, eps):
+    if cfg.family == "mixture" and cfg.level == "exact":
+        return mixture_delta_at_zero(params, eps, symmetric)
     if cfg.family == "mixture":  # the plan's mass moved at all (U1 → P(W ≠ 0) as b → 0)
-        w, d_mu, d_sigma = params
+        w, d_mu, d_sigma = params[:3]
         return jnp.sum(jnp.where((d_mu != 0) | (d_sigma != 0), w, 0.0), axis=(-2, -1))
     if cfg.family == "discrete":
         # exact: the atoms' own hockey-stick; coupling: the plan's mass moved a nonzero distance
@@ -156,8 +160,8 @@ def _initial_bracket(cfg: _Config, params, eps, target):
     if cfg.family == "discrete":
         hi = jnp.maximum(_discrete_guess(cfg, params, eps, target) * _ROUND_UP, 1e-300)
         return hi, hi
-    if cfg.family == "mixture":  # Theorem 2 in its valid (max) form, with the same plan
-        w, d_mu, d_sigma = params
+    if cfg.family == "mixture":  # Theorem 2 in its valid (max) form, with the same plan (a first
+        w, d_mu, d_sigma = params[:3]  # guess for Gaussian noise, which the search may double)
         cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target, "exact"))
         hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
         return hi, hi
@@ -291,9 +295,12 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 _prior_delta_jit = jax.jit(prior_delta)
 
 
-@partial(jax.jit, static_argnames=("noise", "family", "level"))
-def _delta_jit(params, b, eps, noise, symmetric, family, level="exact"):
-    return _delta(_Config(level, noise, "bisection", 0.0, family), symmetric, b, params, eps)
+@partial(jax.jit, static_argnames=("noise", "family"))
+def _delta_jit(params, b, eps, noise, symmetric, family):
+    return _delta(_Config("exact", noise, "bisection", 0.0, family), symmetric, b, params, eps)
+
+
+_at_zero_jit = jax.jit(_delta_at_zero, static_argnums=0)
 
 
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
@@ -303,17 +310,21 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     ``chunk`` at a time, until the next bound is ≤ the running max (then the max is exact) or
     ``budget`` chunks are spent (then the largest remaining L1 bound stands in for the unvisited
     pairs: still an upper bound). Gaussian noise, and discrete priors: every pair, in chunks.
-    Gaussian mixtures: the coupling bound of their plan (an upper bound on the exact δ; no exact
-    evaluator for mixtures yet).
+    Gaussian mixtures: every pair, in chunks (the plan's coupling bound where a pair's crossing
+    search exceeds its budget).
     """
-    if family != "gaussian":  # discrete: exact; mixtures: the coupling bound (≥ exact)
-        level = "coupling" if family == "mixture" else "exact"
+    if family != "gaussian":
+        zero = family == "mixture" and float(scale) == 0.0
         total = params[0].shape[0]
         best = 0.0
         for start in range(0, total, chunk):
             idx = np.arange(start, min(start + chunk, total))
-            part = _pad_take(params, idx, _bucket(idx.size, chunk))
-            best = max(best, float(jnp.max(_delta_jit(tuple(part), scale, eps, noise, symmetric, family, level))))
+            part = tuple(_pad_take(params, idx, _bucket(idx.size, chunk)))
+            if zero:
+                vals = _at_zero_jit(_Config("exact", noise, "bisection", 0.0, family), symmetric, part, eps)
+            else:
+                vals = _delta_jit(part, scale, eps, noise, symmetric, family)
+            best = max(best, float(jnp.max(vals)))
         return jnp.asarray(best)
     d_mu, s1, s2 = params
     if float(scale) == 0.0:  # no noise: the priors' own hockey-stick, closed form for every pair
@@ -467,8 +478,8 @@ def calibrate(
         pairs = _gaussian_pairs(pairs, "calibrate")
     elif discrete and level == "indicator":
         raise ValueError("level 'indicator' is for Gaussian priors; for Discrete pairs use 'theorem', 'coupling' or 'exact'")
-    elif mixture and (level not in ("theorem", "coupling") or noise != "laplace"):
-        raise ValueError("GaussianMixture pairs are calibrated at levels 'theorem' and 'coupling' with Laplace noise (the exact level for mixtures is not implemented yet)")
+    elif mixture and level == "indicator":
+        raise ValueError("level 'indicator' is for Gaussian priors; for GaussianMixture pairs use 'theorem', 'coupling' or 'exact'")
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta)
     if eps.ndim or delta.ndim:
@@ -478,9 +489,7 @@ def calibrate(
         n = pairs.first.num_atoms
         params = tuple(a.reshape(-1, n) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
     elif mixture:  # the plan minimising Theorem 2's own cost at this δ
-        k = pairs.first.num_components
-        plan = gmm_coupling(pairs, cost="bound", delta=delta, tau=tau)
-        params = tuple(a.reshape(-1, k, k) for a in (plan.weights, *mixture_differences(pairs)))
+        params = mixture_params(pairs, gmm_coupling(pairs, cost="bound", delta=delta, tau=tau))
     else:
         d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)
         params = (d_mu, pairs.first.std.reshape(-1), pairs.second.std.reshape(-1))

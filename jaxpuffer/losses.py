@@ -41,14 +41,15 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-import numpy as np
-from jax.scipy.special import log_ndtr, ndtr
+from jax.scipy.special import ndtr
 
 from . import _validate
 from .bounds import _gaussian_pairs
-from ._roots import illinois, newton_in_bracket
-from .noise import gauss_laplace, laplace_log_ratio, log_mills, normal_mass, shift_agm
+from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, newton_in_bracket
+from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
+from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass
 from .losses_discrete import discrete_delta, discrete_probabilistic
+from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from .pairs import PairSet
 from .couplings import gmm_coupling
 from .priors import Discrete, GaussianMixture
@@ -56,10 +57,6 @@ from .priors import Discrete, GaussianMixture
 NOISES = ("laplace", "gaussian")
 COUPLING_METHODS = ("closed", "quadrature", "monte_carlo")
 
-_CORE = jnp.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.5, 10.0, 13.0])
-_CORE = jnp.concatenate([-_CORE[:0:-1], _CORE])  # σ-scaled offsets, 21 points
-_TAIL = jnp.array([1.0, 2.5, 5.0, 9.0, 15.0, 24.0, 36.0, 48.0])
-_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])  # b-scaled offsets, 16 points
 _ROOTS = 4  # grid crossings refined per order
 _PEAKS = 1  # hidden excursions searched per order
 _ROOT_STEPS = 8  # safeguarded Newton steps per crossing (quadratic from the regula-falsi start)
@@ -138,12 +135,6 @@ def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
 # ----------------------------------------------------------------------------- Laplace noise
 
 
-def _first(mask, count):
-    """Indices of the first ``count`` True entries of a 1-D mask, and which of them exist."""
-    idx = jnp.nonzero(mask, size=count, fill_value=0)[0]
-    return idx, jnp.arange(count) < jnp.sum(mask)
-
-
 def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     """(δ for order 1→2, δ for order 2→1, resolved) for one Gaussian pair under Laplace(b).
 
@@ -168,13 +159,13 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 
     # crossings on the grid, and hidden peaks (slope + → − inside a cell whose ends are ≤ 0)
-    cross_idx, cross_ok = jax.vmap(lambda m: _first(m, _ROOTS))(pos[:, :-1] != pos[:, 1:])
+    cross_idx, cross_ok = jax.vmap(lambda m: first_true(m, _ROOTS))(pos[:, :-1] != pos[:, 1:])
     # a peak candidate: the slope turns from + to − (beyond rounding noise, which flips its sign
     # where r is flat in the tails), both ends ≤ 0, and |r'| ≤ 2/b lets the cell's max exceed 0
     slope_floor = 1e-9 / b_
     reach = 0.5 * (f[:, :-1] + f[:, 1:] + 2.0 * (y[1:] - y[:-1]) / b_)
     peak_cells = (df[:, :-1] > slope_floor) & (df[:, 1:] < -slope_floor) & ~pos[:, :-1] & ~pos[:, 1:] & (reach > 0)
-    peak_idx, peak_ok = jax.vmap(lambda m: _first(m, _PEAKS))(peak_cells)
+    peak_idx, peak_ok = jax.vmap(lambda m: first_true(m, _PEAKS))(peak_cells)
     n_cross = jnp.sum(pos[:, :-1] != pos[:, 1:], axis=1)
     resolved = (n_cross <= _ROOTS) & (jnp.sum(peak_cells, axis=1) <= _PEAKS)
 
@@ -220,8 +211,8 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     def interval(a, c, ends_i, ends_j, mu_i, mu_j):
         """[P_i − e^ε P_j](a, c] and the size its rounding error scales with;
         ``ends`` = (F(a), S(a), F(c), S(c)) of each prior."""
-        p_i, size_i = _prior_mass(*ends_i, a, c, mu_i)
-        p_j, size_j = _prior_mass(*ends_j, a, c, mu_j)
+        p_i, size_i = interval_mass(*ends_i, a, c, mu_i)
+        p_j, size_j = interval_mass(*ends_j, a, c, mu_j)
         return p_i - e_eps * p_j, size_i + e_eps * size_j
 
     out = []
@@ -261,21 +252,12 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     return out[0], out[1], resolved
 
 
-def _prior_mass(F_a, S_a, F_c, S_c, a, c, mu):
-    """P(a < Y ≤ c) from the CDF left of the median μ, the survival function right of it; and
-    the size of the values it was formed from (its rounding error scales with that, not with the
-    mass: a narrow interval near the median is a difference of two values near 1/2)."""
-    mass = jnp.where(c <= mu, F_c - F_a, jnp.where(a >= mu, S_a - S_c, 1.0 - F_a - S_c))
-    size = jnp.where(c <= mu, F_c + F_a, jnp.where(a >= mu, S_a + S_c, 1.0))
-    return mass, size
-
-
 def _laplace_exact_one(d_mu, s1, s2, b, eps):
     """Both orders' δ for Laplace noise, the second prior at 0; L1 where unresolved (≥ δ)."""
     ok = b > 0
     b_safe = jnp.where(ok, b, 1.0)
     d12, d21, resolved = _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b_safe, eps)
-    fallback = _coupling_laplace_closed(d_mu, s1 - s2, b_safe, eps)
+    fallback = coupling_laplace_closed(d_mu, s1 - s2, b_safe, eps)
     d12, d21 = jnp.where(resolved[0], d12, fallback), jnp.where(resolved[1], d21, fallback)
     zero = _prior_hockey_stick(d_mu, s1, s2, eps)
     zero_rev = _prior_hockey_stick(-d_mu, s2, s1, eps)
@@ -283,67 +265,6 @@ def _laplace_exact_one(d_mu, s1, s2, b, eps):
 
 
 # ----------------------------------------------------------------------------- coupling levels
-
-
-def _coupling_laplace_closed(d_mu, d_sigma, b, eps):
-    """L1, (35) in closed form: Σ over the two tails of E[(1 − e^{ε − |W|/b}); ±W > εb].
-
-    Each tail is Φ(u) − e^{T(u, v)} = −Φ(u) expm1(M(u − v) − M(u)), u = (±Δμ − εb)/|Δσ|,
-    v = |Δσ|/b (MATH.md §6 with the exponentials folded into T, no overflow or cancellation).
-    """
-    s = jnp.abs(d_sigma)
-    has_s = s > 0
-    s_safe = jnp.where(has_s, s, 1.0)
-    v = s_safe / b
-
-    def tail(m):
-        u = (m - eps * b) / s_safe
-        return -jnp.exp(log_ndtr(u)) * jnp.expm1(log_mills(u - v) - log_mills(u))
-
-    smooth = tail(d_mu) + tail(-d_mu)
-    point = jnp.maximum(-jnp.expm1(eps - jnp.abs(d_mu) / b), 0.0)
-    return jnp.clip(jnp.where(has_s, smooth, point), 0.0, 1.0)
-
-
-_GL_NODES, _GL_WEIGHTS = (jnp.asarray(a) for a in np.polynomial.legendre.leggauss(16))
-_PANELS = 16
-_Z_MAX = 40.0  # N(0, 1) mass beyond ±40 is below 1e-300
-
-
-def _standard_quadrature(h, d_mu, s, z_lo, z_hi):
-    """∫ h(Δμ + s z) φ(z) dz over z_lo < z < z_hi (clipped to ±40) by composite Gauss–Legendre,
-    16 panels × 16 nodes: the integrand is smooth inside, so the panels converge fast."""
-    lo = jnp.clip(z_lo, -_Z_MAX, _Z_MAX)[..., None]
-    hi = jnp.clip(z_hi, -_Z_MAX, _Z_MAX)[..., None]
-    edges = lo + (hi - lo) * jnp.linspace(0.0, 1.0, _PANELS + 1)
-    half = 0.5 * (edges[..., 1:] - edges[..., :-1])
-    z = (0.5 * (edges[..., 1:] + edges[..., :-1]))[..., None] + half[..., None] * _GL_NODES
-    w = d_mu[..., None, None] + s[..., None, None] * z
-    values = h(w) * jnp.exp(-0.5 * z**2) / math.sqrt(2 * math.pi)
-    return jnp.sum(half * jnp.sum(_GL_WEIGHTS * values, axis=-1), axis=-1)
-
-
-def _coupling_kernel(noise, b, eps, extra_axes: int = 1):
-    """h(w): the hockey-stick of the noise against itself shifted by w (the per-point cost of (35));
-    ``w`` carries ``extra_axes`` trailing axes beyond the batch."""
-    b, eps = (x.reshape(x.shape + (1,) * extra_axes) for x in (b, eps))
-    if noise == "laplace":
-        return lambda w: jnp.maximum(-jnp.expm1(eps - jnp.abs(w) / b), 0.0)
-    return lambda w: shift_agm(jnp.abs(w), b, eps)
-
-
-def _coupling_quadrature(d_mu, d_sigma, b, eps, noise):
-    s = jnp.abs(d_sigma)
-    has_s = s > 0
-    s_safe = jnp.where(has_s, s, 1.0)
-    h = _coupling_kernel(noise, b, eps, extra_axes=2)
-    cut = eps * b if noise == "laplace" else jnp.zeros_like(b)  # h vanishes on (−cut, cut)
-    z_right, z_left = (cut - d_mu) / s_safe, (-cut - d_mu) / s_safe
-    smooth = _standard_quadrature(h, d_mu, s_safe, z_right, jnp.full_like(b, _Z_MAX)) + _standard_quadrature(
-        h, d_mu, s_safe, jnp.full_like(b, -_Z_MAX), z_left
-    )
-    point = _coupling_kernel(noise, b, eps, extra_axes=0)(d_mu)
-    return jnp.clip(jnp.where(has_s, smooth, point), 0.0, 1.0)
 
 
 def _coupling_monte_carlo(d_mu, d_sigma, b, eps, noise, key, num_samples, confidence):
@@ -354,7 +275,7 @@ def _coupling_monte_carlo(d_mu, d_sigma, b, eps, noise, key, num_samples, confid
     """
     z = jax.random.normal(key, d_mu.shape + (num_samples,), dtype=jnp.float64)
     w = d_mu[..., None] + d_sigma[..., None] * z
-    values = _coupling_kernel(noise, b, eps)(w)
+    values = coupling_kernel(noise, b, eps)(w)
     mean = jnp.mean(values, axis=-1)
     var = jnp.var(values, axis=-1)
     log_term = math.log(3.0 / (1.0 - confidence))
@@ -384,14 +305,6 @@ def theorem_delta(delta_mu, delta_sigma, scale, eps):
     return jnp.where(abs_sigma > 0, tail, jnp.where(slack >= 0, 0.0, 1.0))
 
 
-def mixture_coupling(w, d_mu, d_sigma, b, eps):
-    """The coupling bound of the GMM plan (12), level (24): Σ_ml w_ml U1(Δμ_ml, Δσ_ml; b), U1 the
-    Monge bound (35) between components m and l (Laplace noise). ``w``, ``d_mu``, ``d_sigma`` carry
-    the component axes (k, k) last; ``b``, ``eps`` the batch."""
-    b_, eps_ = b[..., None, None], eps[..., None, None]
-    return jnp.minimum(jnp.sum(w * _coupling_laplace_closed(d_mu, d_sigma, b_, eps_), axis=(-2, -1)), 1.0)
-
-
 # ----------------------------------------------------------------------------- per-pair kernels
 
 
@@ -419,9 +332,9 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
     d_sigma = s1 - s2
     if level == "coupling":
         if noise == "laplace":
-            return _coupling_laplace_closed(d_mu, d_sigma, b, eps)
+            return coupling_laplace_closed(d_mu, d_sigma, b, eps)
         d_mu, d_sigma, b, eps = jnp.broadcast_arrays(d_mu, d_sigma, b, eps)
-        return _coupling_quadrature(d_mu, d_sigma, b, eps, noise)
+        return coupling_quadrature(d_mu, d_sigma, b, eps, noise)
     if level == "indicator":
         return _indicator(d_mu, d_sigma, b, eps)
     return theorem_delta(d_mu, d_sigma, b, eps)
@@ -452,10 +365,33 @@ def _prepare_discrete(pairs, scale, eps, noise):
     return x, p, q, jnp.broadcast_to(scale, shape), jnp.broadcast_to(eps, shape)
 
 
-def mixture_differences(pairs):
-    """Δμ_ml = μ_im − μ_jl and Δσ_ml = σ_im − σ_jl of mixture pairs, shape batch + (k, k)."""
-    first, second = pairs.first, pairs.second
-    return first.means[..., :, None] - second.means[..., None, :], first.stds[..., :, None] - second.stds[..., None, :]
+def _is_mixture(pairs) -> bool:
+    return isinstance(pairs, PairSet) and isinstance(pairs.first, GaussianMixture)
+
+
+@partial(jax.jit, static_argnames=("level", "noise", "with_zero"))
+def _mixture_delta_jit(params, b, eps, symmetric, level, noise, with_zero):
+    ok = b > 0
+    value = mixture_delta(level, noise, params, jnp.where(ok, b, 1.0), eps, symmetric)
+    if not with_zero:
+        return value
+    return jnp.where(ok, value, mixture_delta_at_zero(params, eps, symmetric))
+
+
+def _mixture_public(level, pairs, scale, eps, noise, weights):
+    """δ of GaussianMixture pairs at one level, broadcast over pairs, scale and ε."""
+    _validate.choice("noise", noise, NOISES)
+    scale = _validate.float_array("scale", scale)
+    (_validate.nonnegative if level == "exact" else _validate.positive)("scale", scale)
+    eps = _validate.epsilon(eps)
+    shape = _validate.broadcast_shapes(pairs=pairs.batch_shape, scale=scale.shape, eps=eps.shape)
+    plan = gmm_coupling(pairs, cost="w2") if weights is None else weights
+    params = mixture_params(pairs, plan)
+    lead = pairs.batch_shape
+    params = tuple(jnp.broadcast_to(a.reshape(lead + a.shape[1:]), shape + a.shape[1:]).reshape((-1,) + a.shape[1:]) for a in params)
+    b, e = (jnp.broadcast_to(x, shape).reshape(-1) for x in (scale, eps))
+    with_zero = not (_validate.is_concrete(b) and bool(jnp.all(b > 0)))
+    return _mixture_delta_jit(params, b, e, pairs.symmetric, level, noise, with_zero).reshape(shape)
 
 
 def _is_discrete(pairs) -> bool:
@@ -473,7 +409,7 @@ def _prepare(pairs, scale, eps, noise):
     return pairs, [jnp.broadcast_to(a, shape) for a in (d_mu, pairs.first.std, pairs.second.std, scale, eps)]
 
 
-def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace") -> jax.Array:
+def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=None) -> jax.Array:
     """L0: the exact δ, ∫ [p_i − e^ε p_j]_+ dy, of Y = X + N at noise scale ``scale``.
 
     Args:
@@ -483,8 +419,14 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace") -> jax.Ar
       eps: ε > 0. ``scale`` and ``eps`` broadcast with ``pairs.batch_shape``.
       noise: ``"laplace"`` (Gaussian ⊛ Laplace density and CDF, MATH.md §6) or ``"gaussian"``
         (two-Gaussian closed form, MATH.md §7). Discrete priors: :mod:`jaxpuffer.losses_discrete`
-        (closed form for Laplace, a certified grid for Gaussian noise).
+        (closed form for Laplace, a certified grid for Gaussian noise). GaussianMixture priors:
+        :mod:`jaxpuffer.losses_mixture` (located crossings and closed-form component CDFs).
+      weights: GaussianMixture pairs only: the :class:`jaxpuffer.couplings.ComponentPlan` whose
+        coupling bound (24) stands in (≥ δ) where the crossing search exceeds its budget
+        (default: ``jp.gmm_coupling(pairs, cost="w2")``).
     """
+    if _is_mixture(pairs):
+        return _mixture_public("exact", pairs, scale, eps, noise, weights)
     if _is_discrete(pairs):
         args = _prepare_discrete(pairs, scale, eps, noise)
         return _discrete_delta_jit(*args, level="exact", noise=noise, symmetric=pairs.symmetric)
@@ -512,25 +454,20 @@ def delta_coupling(
     * ``"closed"`` — Laplace only, MATH.md §6's closed form;
     * ``"quadrature"`` — composite Gauss–Legendre (16 × 16 nodes) in (W − Δμ)/|Δσ| on each side
       of the region where h vanishes;
-    * GaussianMixture pairs (Laplace, ``"closed"``): the bound (24) of the GMM plan (12),
-      Σ w_ml U1_ml, with ``weights`` a :class:`jaxpuffer.couplings.ComponentPlan` (default: the
-      paper's w*, ``jp.gmm_coupling(pairs, cost="w2")``);
+    * GaussianMixture pairs (``"closed"``, either noise): the bound (24) of the GMM plan (12),
+      Σ w_ml U1_ml (U1 in closed form for Laplace, by quadrature for Gaussian noise), with
+      ``weights`` a :class:`jaxpuffer.couplings.ComponentPlan` (default: the paper's w*,
+      ``jp.gmm_coupling(pairs, cost="w2")``);
     * Discrete pairs: the bound of the quantile plan π*, Σ π*(x, x') h(|x − x'|), ``"closed"``
       only (any noise);
     * ``"monte_carlo"`` — ``num_samples`` draws of W (``key`` required); returns
       ``(estimate, upper)``, ``upper`` an empirical-Bernstein bound at ``confidence``.
     """
     _validate.choice("method", method, COUPLING_METHODS)
-    if isinstance(pairs, PairSet) and isinstance(pairs.first, GaussianMixture):
-        if method != "closed" or noise != "laplace":
-            raise ValueError("GaussianMixture pairs: method 'closed' with Laplace noise only, for now")
-        scale = _validate.float_array("scale", scale)
-        _validate.positive("scale", scale)
-        eps = _validate.epsilon(eps)
-        plan = gmm_coupling(pairs, cost="w2") if weights is None else weights
-        shape = _validate.broadcast_shapes(pairs=pairs.batch_shape, scale=scale.shape, eps=eps.shape)
-        d_mu, d_sigma = mixture_differences(pairs)
-        return mixture_coupling(plan.weights, d_mu, d_sigma, jnp.broadcast_to(scale, shape), jnp.broadcast_to(eps, shape))
+    if _is_mixture(pairs):
+        if method != "closed":
+            raise ValueError("method must be 'closed' for GaussianMixture pairs (a finite sum over the plan's cells)")
+        return _mixture_public("coupling", pairs, scale, eps, noise, weights)
     if _is_discrete(pairs):
         if method != "closed":
             raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
@@ -541,9 +478,9 @@ def delta_coupling(
     if method == "closed":
         if noise != "laplace":
             raise ValueError("method 'closed' is for Laplace noise; use method='quadrature' for Gaussian noise")
-        return _coupling_laplace_closed(d_mu, s1 - s2, b, eps)
+        return coupling_laplace_closed(d_mu, s1 - s2, b, eps)
     if method == "quadrature":
-        return _coupling_quadrature(d_mu, s1 - s2, b, eps, noise)
+        return coupling_quadrature(d_mu, s1 - s2, b, eps, noise)
     if key is None:
         raise ValueError("key is required for method='monte_carlo' (a jax.random key)")
     if not isinstance(num_samples, int) or num_samples < 2:

@@ -92,7 +92,7 @@ def _log_mass_term(u, v):
     )
 
 
-def _tail_normalized(z, sigma, b):
+def tail_normalized(z, sigma, b):
     """(R, L, slope) for N(0, σ²) ⊛ Laplace(b) at z: R = log p + z/b, L = log p − z/b and
     d log p/dz. R is bounded in the right tail, L in the left one (both → σ²/2b² − log 2b), so
     differences of log densities formed from them keep full precision far out in the tails.
@@ -120,8 +120,8 @@ def laplace_log_ratio(y, m1, s1, m2, s2, b):
     r = L_1 − L_2 − (m1 − m2)/b: the ±y/b parts cancel analytically, so r is accurate to a few
     ulps of |R_1| + |R_2| + |m1 − m2|/b even where y/b is large.
     """
-    r1, l1, d1 = _tail_normalized(y - m1, s1, b)
-    r2, l2, d2 = _tail_normalized(y - m2, s2, b)
+    r1, l1, d1 = tail_normalized(y - m1, s1, b)
+    r2, l2, d2 = tail_normalized(y - m2, s2, b)
     shift = (m1 - m2) / b
     right = y >= 0.5 * (m1 + m2)
     ratio = jnp.where(right, r1 - r2 + shift, l1 - l2 - shift)
@@ -151,6 +151,15 @@ def gauss_laplace(z, sigma, b):
         jnp.clip(jnp.where(point, lap_cdf, cdf), 0.0, 1.0),
         jnp.clip(jnp.where(point, lap_sf, sf), 0.0, 1.0),
     )
+
+
+def interval_mass(F_a, S_a, F_c, S_c, a, c, mu):
+    """P(a < Y ≤ c) from the CDF left of the median μ, the survival function right of it; and
+    the size of the values it was formed from (its rounding error scales with that, not with the
+    mass: a narrow interval near the median is a difference of two values near 1/2)."""
+    mass = jnp.where(c <= mu, F_c - F_a, jnp.where(a >= mu, S_a - S_c, 1.0 - F_a - S_c))
+    size = jnp.where(c <= mu, F_c + F_a, jnp.where(a >= mu, S_a + S_c, 1.0))
+    return mass, size
 
 
 def normal_mass(a, c):

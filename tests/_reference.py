@@ -316,3 +316,41 @@ def mixture_delta_quad(first, second, b, eps):
         return sum(integrate.quad(f, a, c, epsabs=1e-15, epsrel=1e-10, limit=200)[0] for a, c in zip(cuts[:-1], cuts[1:]))
 
     return max(one(first, second), one(second, first))
+
+
+def mixture_delta_reference(first, second, b, eps, noise="laplace"):
+    """max over both orders of ∫ [p_i − e^ε p_j]_+ for Gaussian mixtures (weights, means, stds)
+    released with Laplace(b) or N(0, b²) noise, computed independently of jaxpuffer: the zeros of
+    log p_i − log p_j − ε by a 40,001-point scan and scipy's brentq, then scipy.integrate.quad of
+    p_i − e^ε p_j (smooth there) over every positive panel between zeros and component means."""
+    from scipy import integrate, optimize
+    from scipy.special import logsumexp
+
+    def logpdf(y, w, m, s):
+        y = np.atleast_1d(np.asarray(y, float))
+        if noise == "laplace":
+            comps = [_logpdf_np(y, mk, sk, b) for mk, sk in zip(m, s)]
+        else:
+            comps = [stats.norm.logpdf(y, mk, np.hypot(sk, b)) for mk, sk in zip(m, s)]
+        return logsumexp(np.array([np.log(wk) + c for wk, c in zip(w, comps) if wk > 0]), axis=0)
+
+    means = np.concatenate([first[1], second[1]])
+    spread = float(np.max(np.concatenate([first[2], second[2]]))) + b
+    lo, hi = means.min() - 40 * spread, means.max() + 40 * spread
+    grid = np.unique(np.concatenate([np.linspace(lo, hi, 40001), means]))
+
+    def one(p, q):
+        r = lambda y: logpdf(y, *p) - logpdf(y, *q) - eps  # noqa: E731
+        values = r(grid)
+        pos = values > 0
+        roots = [optimize.brentq(lambda x: r(x)[0], grid[k], grid[k + 1], xtol=1e-14, rtol=1e-15) for k in np.nonzero(pos[:-1] != pos[1:])[0]]
+        cuts = np.unique(np.concatenate([[-np.inf, np.inf], roots, means]))
+        diff = lambda y: np.exp(logpdf(y, *p))[0] - np.exp(eps) * np.exp(logpdf(y, *q))[0]  # noqa: E731
+        total = 0.0
+        for a, c in zip(cuts[:-1], cuts[1:]):
+            mid = (a + c) / 2 if np.isfinite(a) and np.isfinite(c) else (c - 1.0 if np.isfinite(c) else a + 1.0)
+            if r(mid)[0] > 0:
+                total += integrate.quad(diff, a, c, epsabs=1e-17, epsrel=1e-12, limit=400)[0]
+        return max(total, 0.0)
+
+    return max(one(first, second), one(second, first))

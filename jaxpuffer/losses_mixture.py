@@ -1,0 +1,291 @@
+"""Privacy loss δ(b) for Gaussian-mixture priors (MATH.md §3, §6–7).
+
+A pair of mixtures p_i = Σ_m α_m N(μ_m, σ_m²), p_j = Σ_l β_l N(ν_l, τ_l²) released with noise N
+has the densities p_i ⊛ k_b and p_j ⊛ k_b, each a mixture of Gaussian ⊛ noise components
+(:mod:`jaxpuffer.noise`). Arrays carry the components on their last axis.
+
+**Coupling bound, level (24).** For any coupling w of the weights (the GMM plan (12)),
+δ ≤ Σ_ml w_ml U1(Δμ_ml, Δσ_ml; b), U1 the Monge bound (35) between components m and l
+(:mod:`jaxpuffer.losses_coupling`): closed form for Laplace noise, quadrature for Gaussian noise.
+
+**Exact δ = ∫ [p_i − e^ε p_j]_+ dy.** Write f(y) = log p_i(y) − log p_j(y) − ε. δ is the sum, over
+the pieces between consecutive points of any set containing every zero of f, of
+[P_i − e^ε P_j](piece)_+ (f has one sign on each piece), with the component CDFs in closed form.
+The zeros are located as for a Gaussian pair (:mod:`jaxpuffer.losses`): on a grid adapted to every
+component (μ + s·t, |t| ≤ 13, s = σ for Laplace noise and √(σ² + θ²) for Gaussian noise; for
+Laplace noise also μ + b·t, |t| ≤ 48, and the outer points min(μ − 13σ) − 48b, max(μ + 13σ) + 48b)
+f and f' are evaluated (log-sum-exp over components, Laplace terms in tail-normalized form so that
+the ±y/b parts cancel analytically), then
+
+  * each sign change of f on the grid is refined by safeguarded Newton steps;
+  * each cell whose ends have one sign but whose slope turns against it (a peak between two ends
+    ≤ 0, a dip between two ends > 0), and whose Lipschitz bound lets f reach the other side
+    (|f'| ≤ 2/b for Laplace noise; for Gaussian noise |f'| ≤ max over components and ends of
+    |y − μ|/s² for each mixture, its slope being a convex combination of the components'), has
+    its extremum located by an Illinois search on f' and, where it crosses, the two zeros beside
+    it by Newton steps.
+
+Both orders (f and −r − ε) share one pool of ``_ROOTS`` crossings and ``_EXTREMA`` extrema.
+
+Every found point splits the pieces; because each piece's [·]_+ is taken separately, a split that
+is not a zero costs nothing, and a missed zero can only lower the sum (each piece's [·]_+ is at
+most its share of δ). Where more crossings or extrema are found than the pool holds, the pair's δ
+is the coupling bound (24) of the plan passed in (≥ δ). The result is raised by a bound on its
+rounding error (``_ROUNDING_ULPS`` ulps of the masses that were subtracted), by a sign floor
+(values of f within ``_NOISE_ULPS`` ulps of the terms it is formed from count as ≤ 0 and add that
+floor, as a piece with 0 < f ≤ floor holds at most floor·P_i), and by P_i of the two outer pieces
+(< 1e-20 with the grid above), so calibrating to it errs on the safe side. The points are computed
+under ``stop_gradient``: the integrand vanishes there (envelope theorem), so derivatives in b, ε
+and the mixture parameters are exact.
+
+No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ). A point-mass component
+of positive weight makes δ(0) = 1 (a conservative bound) unless the two mixtures are identical (0).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+from jax.nn import logsumexp, softmax
+from jax.scipy.special import ndtr
+
+from ._roots import GRID_CORE, GRID_TAIL, first_true, illinois, newton_in_bracket
+from .losses_coupling import coupling_laplace_closed, coupling_quadrature
+from .noise import gauss_laplace, interval_mass, tail_normalized
+
+_ROOTS = 24  # grid crossings refined, both orders together
+_EXTREMA = 12  # hidden peaks or dips searched, both orders together
+_ROOT_STEPS = 8  # safeguarded Newton steps per zero
+_EXTREMUM_STEPS = 16  # Illinois steps on f' per extremum
+_NOISE_ULPS = 32
+_ROUNDING_ULPS = 64
+_EPS64 = float(jnp.finfo(jnp.float64).eps)
+_CORE_SIGMAS = 13.0
+_TAIL_SCALES = 48.0
+
+
+# ----------------------------------------------------------------------------- coupling level
+
+
+def mixture_differences(pairs):
+    """Δμ_ml = μ_im − μ_jl and Δσ_ml = σ_im − σ_jl of mixture pairs, shape batch + (k, k)."""
+    first, second = pairs.first, pairs.second
+    return first.means[..., :, None] - second.means[..., None, :], first.stds[..., :, None] - second.stds[..., None, :]
+
+
+def mixture_coupling(w, d_mu, d_sigma, b, eps, noise: str = "laplace"):
+    """The coupling bound of the GMM plan (12), level (24): Σ_ml w_ml U1(Δμ_ml, Δσ_ml; b), U1 the
+    Monge bound (35) between components m and l. ``w``, ``d_mu``, ``d_sigma`` carry the component
+    axes (k, k) last; ``b``, ``eps`` the batch. Laplace noise: closed form; Gaussian noise (b the
+    std θ): composite Gauss–Legendre quadrature of the analytic Gaussian mechanism's δ."""
+    b_, eps_ = b[..., None, None], eps[..., None, None]
+    if noise == "laplace":
+        per_component = coupling_laplace_closed(d_mu, d_sigma, b_, eps_)
+    else:
+        d_mu, d_sigma, b_, eps_ = jnp.broadcast_arrays(d_mu, d_sigma, b_, eps_)
+        per_component = coupling_quadrature(d_mu, d_sigma, b_, eps_, "gaussian")
+    return jnp.minimum(jnp.sum(w * per_component, axis=(-2, -1)), 1.0)
+
+
+# ----------------------------------------------------------------------------- exact level
+
+
+def _spreads(stds, b, noise):
+    """Per component, the std of its Gaussian part in the release: σ (Laplace), √(σ² + θ²)."""
+    return stds if noise == "laplace" else jnp.sqrt(stds**2 + b**2)
+
+
+def _normalized_log_density(y, weights, means, stds, b, noise, center):
+    """(log p(y) + c(y), d log p/dy) of one mixture release at points y (N,), where c(y) is the
+    same for every mixture: |y − center|/b for Laplace noise (tail normalization), 0 for Gaussian.
+    Also the size of the terms (for the sign floor)."""
+    z = y[:, None] - means[None, :]
+    if noise == "laplace":
+        right, left, slope = tail_normalized(z, stds[None, :], b)
+        shift = (means[None, :] - center) / b
+        log_p = jnp.where(y[:, None] >= center, right + shift, left - shift)
+    else:
+        s = stds[None, :]
+        log_p = -0.5 * (z / s) ** 2 - jnp.log(s) - 0.5 * jnp.log(2 * jnp.pi)
+        slope = -z / s**2
+    logits = jnp.log(weights)[None, :] + log_p
+    total = logsumexp(logits, axis=1)
+    return total, jnp.sum(softmax(logits, axis=1) * slope, axis=1), jnp.abs(total)
+
+
+def _component_tails(y, means, stds, b, noise):
+    """F_m(y) = P(Y_m ≤ y) and S_m(y) = P(Y_m > y) per point and component, (N, k)."""
+    z = y[:, None] - means[None, :]
+    if noise == "laplace":
+        _, cdf, sf = gauss_laplace(z, stds[None, :], b)
+        return cdf, sf
+    s = stds[None, :]
+    return ndtr(z / s), ndtr(-z / s)
+
+
+def _grid(means, spreads, weights, b, noise):
+    """Points adapted to every component of positive weight (zero-weight ones repeat the first)."""
+    live = weights > 0
+    means = jnp.where(live, means, means[jnp.argmax(live)])
+    spreads = jnp.where(live, spreads, spreads[jnp.argmax(live)])
+    parts = [(means[:, None] + spreads[:, None] * GRID_CORE).reshape(-1)]
+    if noise == "laplace":
+        parts.append((means[:, None] + b * GRID_TAIL).reshape(-1))
+        lo = jnp.min(means - _CORE_SIGMAS * spreads) - _TAIL_SCALES * b
+        hi = jnp.max(means + _CORE_SIGMAS * spreads) + _TAIL_SCALES * b
+        parts.append(jnp.stack([lo, hi]))
+    return jnp.concatenate(parts)
+
+
+def _slope_bound(y, means, spreads, weights, b, noise):
+    """A bound on |d log p/dy| over each cell [y_t, y_{t+1}] of one mixture release."""
+    if noise == "laplace":
+        return jnp.full(y.shape[0] - 1, 1.0 / b)
+    per = jnp.abs(y[:, None] - means[None, :]) / spreads[None, :] ** 2
+    per = jnp.max(jnp.where(weights[None, :] > 0, per, 0.0), axis=1)
+    return jnp.maximum(per[:-1], per[1:])
+
+
+def _exact_pair(first, second, b, eps, noise):
+    """(δ for order i→j, δ for order j→i, resolved) for one mixture pair; see the module docstring.
+
+    ``first``, ``second`` = (weights, means, stds), each (k,); b > 0 (or θ ≥ 0 for Gaussian noise
+    with every positive-weight σ > 0)."""
+    sg = jax.lax.stop_gradient
+    (a, m1, s1), (c, m2, s2) = sg(first), sg(second)
+    b_, eps_ = sg(b), sg(eps)
+    v1, v2 = _spreads(s1, b_, noise), _spreads(s2, b_, noise)
+    center = 0.5 * (jnp.sum(a * m1) + jnp.sum(c * m2))
+    y = jnp.sort(jnp.concatenate([_grid(m1, v1, a, b_, noise), _grid(m2, v2, c, b_, noise)]))
+
+    def ratio(x):  # f + ε = log p_i − log p_j, its slope and the size of its terms
+        li, di, si = _normalized_log_density(x, a, m1, v1, b_, noise, center)
+        lj, dj, sj = _normalized_log_density(x, c, m2, v2, b_, noise, center)
+        return li - lj, di - dj, si + sj
+
+    r, dr, size = ratio(y)
+    signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
+    f = signs[:, None] * r[None, :] - eps_
+    df = signs[:, None] * dr[None, :]
+    floor = _NOISE_ULPS * _EPS64 * (size + jnp.abs(eps_))
+    pos = f > floor[None, :]
+    slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
+
+    # crossings on the grid; hidden peaks (ends ≤ 0) and dips (ends > 0) the slope bound allows
+    lip = _slope_bound(y, m1, v1, a, b_, noise) + _slope_bound(y, m2, v2, c, b_, noise)
+    half_rise = 0.5 * lip * (y[1:] - y[:-1])
+    mean_f = 0.5 * (f[:, :-1] + f[:, 1:])
+    turn = 1e-9 * lip  # slopes within this of 0 are rounding noise in the flat tails
+    up, down = df[:, :-1] > turn, df[:, 1:] < -turn
+    falling, rising = df[:, :-1] < -turn, df[:, 1:] > turn
+    peaks = ~pos[:, :-1] & ~pos[:, 1:] & up & down & (mean_f + half_rise > floor[None, :-1])
+    dips = pos[:, :-1] & pos[:, 1:] & falling & rising & (mean_f - half_rise <= floor[None, :-1])
+    # one pool of brackets for both orders (rows: order, columns: cell)
+    cells = y.shape[0] - 1
+    crossings = (pos[:, :-1] != pos[:, 1:]).reshape(-1)
+    extrema = (peaks | dips).reshape(-1)
+    cross_at, cross_ok = first_true(crossings, _ROOTS)
+    ext_at, ext_ok = first_true(extrema, _EXTREMA)
+    resolved = (jnp.sum(crossings) <= _ROOTS) & (jnp.sum(extrema) <= _EXTREMA)
+    f_flat, df_flat, floor_cells = f.reshape(-1), df.reshape(-1), jnp.tile(floor, 2)
+
+    def bracket(at):  # ends of the cells ``at`` of the flattened (order, cell) grid
+        order, cell = at // cells, at % cells
+        return order, y[cell], y[cell + 1], f_flat[at + order], f_flat[at + order + 1]
+
+    order_e, ea, ec, fa_e, fc_e = bracket(ext_at)
+    sign_e = signs[order_e]
+    slope_a, slope_c = df_flat[ext_at + order_e], df_flat[ext_at + order_e + 1]
+    at = illinois(lambda x: sign_e * ratio(x)[1], ea, ec, slope_a, slope_c, _EXTREMUM_STEPS)
+    f_at = sign_e * ratio(at)[0] - eps_
+    floor_e = floor_cells[ext_at + order_e]
+    crosses = ext_ok & ((f_at > floor_e) != (fa_e > floor_e))
+
+    # one Newton loop over every bracket: grid crossings, then both flanks of each excursion
+    order_c, ca, cc, fa_c, fc_c = bracket(cross_at)
+    lo = jnp.concatenate([ca, ea, at])
+    hi = jnp.concatenate([cc, at, ec])
+    f_lo = jnp.concatenate([fa_c, fa_e, jnp.where(crosses, f_at, 1.0)])
+    f_hi = jnp.concatenate([fc_c, jnp.where(crosses, f_at, 1.0), fc_e])
+    sgn = jnp.concatenate([signs[order_c], sign_e, sign_e])
+
+    def f_and_slope(x):
+        value, slope, _ = ratio(x)
+        return sgn * value - eps_, sgn * slope
+
+    roots = newton_in_bracket(f_and_slope, lo, hi, f_lo, jnp.where(jnp.sign(f_hi) == jnp.sign(f_lo), -f_lo, f_hi), _ROOT_STEPS)
+    used = jnp.concatenate([cross_ok, crosses, crosses])
+    extra = jnp.concatenate([jnp.where(used & jnp.isfinite(roots), roots, y[0]), jnp.where(ext_ok, at, y[0])])
+    pts = sg(jnp.sort(jnp.concatenate([y, extra])))
+
+    # masses of every piece (−∞, p_0], (p_0, p_1], …, (p_last, ∞), with gradients
+    def piece_masses(weights, means, stds):
+        cdf, sf = _component_tails(pts, means, _spreads(stds, b, noise), b, noise)
+        ones, zeros = jnp.ones((1, means.shape[0])), jnp.zeros((1, means.shape[0]))
+        lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None]
+        hi_pts = jnp.concatenate([pts, jnp.array([jnp.inf])])[:, None]
+        mass, mag = interval_mass(
+            jnp.concatenate([zeros, cdf]), jnp.concatenate([ones, sf]), jnp.concatenate([cdf, ones]), jnp.concatenate([sf, zeros]),
+            lo_pts, hi_pts, means[None, :],
+        )
+        mag = jnp.where(hi_pts > lo_pts, mag, 0.0)  # a repeated point: both ends the same value
+        return mass @ weights, mag @ weights
+
+    p_i, size_i = piece_masses(*first)
+    p_j, size_j = piece_masses(*second)
+    e_eps = jnp.exp(eps)
+    out = []
+    for k, (p, q, size_p, size_q) in enumerate(((p_i, p_j, size_i, size_j), (p_j, p_i, size_j, size_i))):
+        value = p - e_eps * q
+        rounding = _ROUNDING_ULPS * _EPS64 * (size_p + e_eps * size_q)
+        total = jnp.sum(jnp.maximum(value, 0.0)) + jnp.sum(jnp.where(value > -rounding, rounding, 0.0))
+        out.append(jnp.minimum(total + slack[k] + p[0] + p[-1], 1.0))
+    return out[0], out[1], resolved
+
+
+def _at_zero_one(first, second, eps):
+    """Both orders' δ with no noise: the mixtures' own hockey-stick (θ = 0). A positive-weight
+    point-mass component gives 1 (conservative) unless the mixtures are identical (0)."""
+    atoms = jnp.any((first[0] > 0) & (first[2] <= 0)) | jnp.any((second[0] > 0) & (second[2] <= 0))
+    same = jnp.all(jnp.stack([jnp.all(x == y) for x, y in zip(first, second)]))
+    first, second = ((w, m, jnp.where(atoms, 1.0, s)) for w, m, s in (first, second))
+    d12, d21, resolved = _exact_pair(tuple(first), tuple(second), jnp.zeros_like(eps), eps, "gaussian")
+    atoms_delta = jnp.where(same, 0.0, 1.0)
+    return jnp.where(atoms, atoms_delta, d12), jnp.where(atoms, atoms_delta, d21), resolved | atoms
+
+
+def mixture_delta(level: str, noise: str, params, b, eps, symmetric):
+    """δ per pair at level ``"coupling"`` or ``"exact"`` for flat batches of mixture pairs.
+
+    ``params`` = (w, Δμ, Δσ, α, μ_i, σ_i, β, μ_j, σ_j): the plan and component differences on the
+    (n, k, k) grid, then both mixtures (n, k). ``b`` > 0 and ``eps`` are (n,). Where the exact
+    evaluation exceeds its budgets, that order's δ is the plan's coupling bound.
+    """
+    n = params[0].shape[0]
+    b, eps = jnp.broadcast_to(b, (n,)), jnp.broadcast_to(eps, (n,))
+    bound = partial(mixture_coupling, *params[:3], b, eps, noise)
+    if level == "coupling":
+        return bound()
+    first, second = params[3:6], params[6:9]
+    d12, d21, resolved = jax.vmap(partial(_exact_pair, noise=noise))(first, second, b, eps)
+    fallback = jax.lax.cond(jnp.all(resolved), lambda: jnp.zeros_like(d12), bound)
+    d12, d21 = jnp.where(resolved, d12, fallback), jnp.where(resolved, d21, fallback)
+    return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
+
+
+def mixture_delta_at_zero(params, eps, symmetric):
+    """δ with no noise for flat batches of mixture pairs (unresolved orders: 1, conservative)."""
+    first, second = params[3:6], params[6:9]
+    d12, d21, resolved = jax.vmap(_at_zero_one)(first, second, jnp.broadcast_to(eps, params[0].shape[:1]))
+    d12, d21 = jnp.where(resolved, d12, 1.0), jnp.where(resolved, d21, 1.0)
+    return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
+
+
+def mixture_params(pairs, plan):
+    """The flat parameter tuple of :func:`mixture_delta` for a PairSet of mixtures and a plan:
+    (w, Δμ, Δσ) as (n, k, k), then (α, μ_i, σ_i, β, μ_j, σ_j) as (n, k), n = pairs.size."""
+    k = pairs.first.num_components
+    grid = tuple(a.reshape(-1, k, k) for a in (plan.weights, *mixture_differences(pairs)))
+    return grid + tuple(a.reshape(-1, k) for m in (pairs.first, pairs.second) for a in (m.weights, m.means, m.stds))
