@@ -38,8 +38,8 @@ floor, as a piece with 0 < f ≤ floor holds at most floor·P_i), and by P_i of 
 under ``stop_gradient``: the integrand vanishes there (envelope theorem), so derivatives in b, ε
 and the mixture parameters are exact.
 
-No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ). A point-mass component
-of positive weight makes δ(0) = 1 (a conservative bound) unless the two mixtures are identical (0).
+No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ) over the continuous
+components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-mass components.
 """
 
 from __future__ import annotations
@@ -97,54 +97,54 @@ def _spreads(stds, b, noise):
     return stds if noise == "laplace" else jnp.sqrt(stds**2 + b**2)
 
 
-def _normalized_log_density(y, weights, means, stds, b, noise, center):
-    """(log p(y) + c(y), d log p/dy) of one mixture release at points y (N,), where c(y) is the
-    same for every mixture: |y − center|/b for Laplace noise (tail normalization), 0 for Gaussian.
-    Also the size of the terms (for the sign floor)."""
-    z = y[:, None] - means[None, :]
+def _log_densities(y, weights, means, spreads, b, noise, center):
+    """log p(y) + c(y) and d log p/dy of both releases at points y (N,) — components (2, k), one
+    row per mixture — as (N, 2) arrays; c(y) is the same for both: |y − center|/b for Laplace
+    noise (tail normalization: the ±y/b parts cancel in the ratio), 0 for Gaussian noise."""
+    z = y[:, None, None] - means[None]
     if noise == "laplace":
-        right, left, slope = tail_normalized(z, stds[None, :], b)
-        shift = (means[None, :] - center) / b
-        log_p = jnp.where(y[:, None] >= center, right + shift, left - shift)
+        right, left, slope = tail_normalized(z, spreads[None], b)
+        shift = (means[None] - center) / b
+        log_p = jnp.where(y[:, None, None] >= center, right + shift, left - shift)
     else:
-        s = stds[None, :]
-        log_p = -0.5 * (z / s) ** 2 - jnp.log(s) - 0.5 * jnp.log(2 * jnp.pi)
-        slope = -z / s**2
-    logits = jnp.log(weights)[None, :] + log_p
-    total = logsumexp(logits, axis=1)
-    return total, jnp.sum(softmax(logits, axis=1) * slope, axis=1), jnp.abs(total)
+        log_p = -0.5 * (z / spreads[None]) ** 2 - jnp.log(spreads[None]) - 0.5 * jnp.log(2 * jnp.pi)
+        slope = -z / spreads[None] ** 2
+    logits = jnp.log(weights)[None] + log_p
+    return logsumexp(logits, axis=2), jnp.sum(softmax(logits, axis=2) * slope, axis=2)
 
 
-def _component_tails(y, means, stds, b, noise):
-    """F_m(y) = P(Y_m ≤ y) and S_m(y) = P(Y_m > y) per point and component, (N, k)."""
-    z = y[:, None] - means[None, :]
+def _component_tails(y, means, spreads, b, noise):
+    """F_m(y) = P(Y_m ≤ y) and S_m(y) = P(Y_m > y) per point and component, (N,) + means.shape."""
+    z = y.reshape(y.shape + (1,) * means.ndim) - means
     if noise == "laplace":
-        _, cdf, sf = gauss_laplace(z, stds[None, :], b)
+        _, cdf, sf = gauss_laplace(z, spreads, b)
         return cdf, sf
-    s = stds[None, :]
-    return ndtr(z / s), ndtr(-z / s)
+    return ndtr(z / spreads), ndtr(-z / spreads)
 
 
-def _grid(means, spreads, weights, b, noise):
-    """Points adapted to every component of positive weight (zero-weight ones repeat the first)."""
+def _grid(weights, means, spreads, b, noise):
+    """Points adapted to every component of positive weight (zero-weight ones repeat a live one)."""
     live = weights > 0
-    means = jnp.where(live, means, means[jnp.argmax(live)])
-    spreads = jnp.where(live, spreads, spreads[jnp.argmax(live)])
+    first_live = jnp.argmax(live.reshape(-1))
+    means = jnp.where(live, means, means.reshape(-1)[first_live]).reshape(-1)
+    spreads = jnp.where(live, spreads, spreads.reshape(-1)[first_live]).reshape(-1)
     parts = [(means[:, None] + spreads[:, None] * GRID_CORE).reshape(-1)]
     if noise == "laplace":
         parts.append((means[:, None] + b * GRID_TAIL).reshape(-1))
         lo = jnp.min(means - _CORE_SIGMAS * spreads) - _TAIL_SCALES * b
         hi = jnp.max(means + _CORE_SIGMAS * spreads) + _TAIL_SCALES * b
         parts.append(jnp.stack([lo, hi]))
-    return jnp.concatenate(parts)
+    return jnp.sort(jnp.concatenate(parts))
 
 
-def _slope_bound(y, means, spreads, weights, b, noise):
-    """A bound on |d log p/dy| over each cell [y_t, y_{t+1}] of one mixture release."""
+def _slope_bound(y, weights, means, spreads, b, noise):
+    """A bound on |d/dy (log p_i − log p_j)| over each cell [y_t, y_{t+1}]: the sum over both
+    releases of a bound on |d log p/dy|, a convex combination of the components' slopes (1/b in
+    magnitude for Laplace noise, |y − μ|/s² — largest at a cell end — for Gaussian noise)."""
     if noise == "laplace":
-        return jnp.full(y.shape[0] - 1, 1.0 / b)
-    per = jnp.abs(y[:, None] - means[None, :]) / spreads[None, :] ** 2
-    per = jnp.max(jnp.where(weights[None, :] > 0, per, 0.0), axis=1)
+        return jnp.full(y.shape[0] - 1, 2.0 / b)
+    per = jnp.abs(y[:, None, None] - means[None]) / spreads[None] ** 2
+    per = jnp.sum(jnp.max(jnp.where(weights[None] > 0, per, 0.0), axis=2), axis=1)
     return jnp.maximum(per[:-1], per[1:])
 
 
@@ -154,16 +154,15 @@ def _exact_pair(first, second, b, eps, noise):
     ``first``, ``second`` = (weights, means, stds), each (k,); b > 0 (or θ ≥ 0 for Gaussian noise
     with every positive-weight σ > 0)."""
     sg = jax.lax.stop_gradient
-    (a, m1, s1), (c, m2, s2) = sg(first), sg(second)
+    weights, means, stds = (sg(jnp.stack(row)) for row in zip(first, second))  # (2, k) each
     b_, eps_ = sg(b), sg(eps)
-    v1, v2 = _spreads(s1, b_, noise), _spreads(s2, b_, noise)
-    center = 0.5 * (jnp.sum(a * m1) + jnp.sum(c * m2))
-    y = jnp.sort(jnp.concatenate([_grid(m1, v1, a, b_, noise), _grid(m2, v2, c, b_, noise)]))
+    spreads = _spreads(stds, b_, noise)
+    center = 0.5 * jnp.sum(weights * means)
+    y = _grid(weights, means, spreads, b_, noise)
 
     def ratio(x):  # f + ε = log p_i − log p_j, its slope and the size of its terms
-        li, di, si = _normalized_log_density(x, a, m1, v1, b_, noise, center)
-        lj, dj, sj = _normalized_log_density(x, c, m2, v2, b_, noise, center)
-        return li - lj, di - dj, si + sj
+        log_p, slope = _log_densities(x, weights, means, spreads, b_, noise, center)
+        return log_p[:, 0] - log_p[:, 1], slope[:, 0] - slope[:, 1], jnp.sum(jnp.abs(log_p), axis=1)
 
     r, dr, size = ratio(y)
     signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
@@ -174,7 +173,7 @@ def _exact_pair(first, second, b, eps, noise):
     slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 
     # crossings on the grid; hidden peaks (ends ≤ 0) and dips (ends > 0) the slope bound allows
-    lip = _slope_bound(y, m1, v1, a, b_, noise) + _slope_bound(y, m2, v2, c, b_, noise)
+    lip = _slope_bound(y, weights, means, spreads, b_, noise)
     half_rise = 0.5 * lip * (y[1:] - y[:-1])
     mean_f = 0.5 * (f[:, :-1] + f[:, 1:])
     turn = 1e-9 * lip  # slopes within this of 0 are rounding noise in the flat tails
@@ -220,21 +219,20 @@ def _exact_pair(first, second, b, eps, noise):
     extra = jnp.concatenate([jnp.where(used & jnp.isfinite(roots), roots, y[0]), jnp.where(ext_ok, at, y[0])])
     pts = sg(jnp.sort(jnp.concatenate([y, extra])))
 
-    # masses of every piece (−∞, p_0], (p_0, p_1], …, (p_last, ∞), with gradients
-    def piece_masses(weights, means, stds):
-        cdf, sf = _component_tails(pts, means, _spreads(stds, b, noise), b, noise)
-        ones, zeros = jnp.ones((1, means.shape[0])), jnp.zeros((1, means.shape[0]))
-        lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None]
-        hi_pts = jnp.concatenate([pts, jnp.array([jnp.inf])])[:, None]
-        mass, mag = interval_mass(
-            jnp.concatenate([zeros, cdf]), jnp.concatenate([ones, sf]), jnp.concatenate([cdf, ones]), jnp.concatenate([sf, zeros]),
-            lo_pts, hi_pts, means[None, :],
-        )
-        mag = jnp.where(hi_pts > lo_pts, mag, 0.0)  # a repeated point: both ends the same value
-        return mass @ weights, mag @ weights
-
-    p_i, size_i = piece_masses(*first)
-    p_j, size_j = piece_masses(*second)
+    # masses of every piece (−∞, p_0], (p_0, p_1], …, (p_last, ∞) under each release, (pieces, 2),
+    # with gradients (the points are fixed)
+    weights, means, stds = (jnp.stack(row) for row in zip(first, second))
+    cdf, sf = _component_tails(pts, means, _spreads(stds, b, noise), b, noise)
+    ones, zeros = jnp.ones((1,) + means.shape), jnp.zeros((1,) + means.shape)
+    lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None, None]
+    hi_pts = jnp.concatenate([pts, jnp.array([jnp.inf])])[:, None, None]
+    mass, mag = interval_mass(
+        jnp.concatenate([zeros, cdf]), jnp.concatenate([ones, sf]), jnp.concatenate([cdf, ones]), jnp.concatenate([sf, zeros]),
+        lo_pts, hi_pts, means[None],
+    )
+    mag = jnp.where(hi_pts > lo_pts, mag, 0.0)  # a repeated point: both ends the same value
+    mass, mag = jnp.sum(mass * weights, axis=2), jnp.sum(mag * weights, axis=2)
+    p_i, p_j, size_i, size_j = mass[:, 0], mass[:, 1], mag[:, 0], mag[:, 1]
     e_eps = jnp.exp(eps)
     out = []
     for k, (p, q, size_p, size_q) in enumerate(((p_i, p_j, size_i, size_j), (p_j, p_i, size_j, size_i))):
@@ -246,14 +244,31 @@ def _exact_pair(first, second, b, eps, noise):
 
 
 def _at_zero_one(first, second, eps):
-    """Both orders' δ with no noise: the mixtures' own hockey-stick (θ = 0). A positive-weight
-    point-mass component gives 1 (conservative) unless the mixtures are identical (0)."""
-    atoms = jnp.any((first[0] > 0) & (first[2] <= 0)) | jnp.any((second[0] > 0) & (second[2] <= 0))
-    same = jnp.all(jnp.stack([jnp.all(x == y) for x, y in zip(first, second)]))
-    first, second = ((w, m, jnp.where(atoms, 1.0, s)) for w, m, s in (first, second))
-    d12, d21, resolved = _exact_pair(tuple(first), tuple(second), jnp.zeros_like(eps), eps, "gaussian")
-    atoms_delta = jnp.where(same, 0.0, 1.0)
-    return jnp.where(atoms, atoms_delta, d12), jnp.where(atoms, atoms_delta, d21), resolved | atoms
+    """Both orders' δ with no noise: the mixtures' own hockey-stick. Point-mass components (std 0)
+    are split off: δ = ∫ [p_c − e^ε q_c]_+ over the continuous parts (θ = 0, weights as they are)
+    + Σ over atom locations x of [P(x) − e^ε Q(x)]_+."""
+    (a, m1, s1), (c, m2, s2) = first, second
+    atom1, atom2 = (a > 0) & (s1 <= 0), (c > 0) & (s2 <= 0)
+    cont1, cont2 = jnp.where(atom1, 0.0, a), jnp.where(atom2, 0.0, c)
+    both = jnp.any(cont1 > 0) & jnp.any(cont2 > 0)
+    d12, d21, resolved = _exact_pair(
+        (jnp.where(both, cont1, a), m1, jnp.where(atom1, 1.0, s1)), (jnp.where(both, cont2, c), m2, jnp.where(atom2, 1.0, s2)),
+        jnp.zeros_like(eps), eps, "gaussian",
+    )
+    # one side without a continuous part: the other side's continuous mass is all in δ
+    d12 = jnp.where(both, d12, jnp.where(jnp.any(cont2 > 0), 0.0, jnp.sum(cont1)))
+    d21 = jnp.where(both, d21, jnp.where(jnp.any(cont1 > 0), 0.0, jnp.sum(cont2)))
+
+    def atoms(own, own_atom, other, other_atom, w_own, w_other):  # Σ_x [P(x) − e^ε Q(x)]_+
+        same = own[:, None] == own[None, :]
+        mass_own = (same & own_atom[None, :]) @ w_own
+        mass_other = ((own[:, None] == other[None, :]) & other_atom[None, :]) @ w_other
+        first_at = own_atom & ~jnp.any(jnp.tril(same & own_atom[None, :], -1), axis=1)  # count each x once
+        return jnp.sum(jnp.where(first_at, jnp.maximum(mass_own - jnp.exp(eps) * mass_other, 0.0), 0.0))
+
+    d12 = d12 + atoms(m1, atom1, m2, atom2, a, c)
+    d21 = d21 + atoms(m2, atom2, m1, atom1, c, a)
+    return jnp.minimum(d12, 1.0), jnp.minimum(d21, 1.0), resolved | ~both
 
 
 def mixture_delta(level: str, noise: str, params, b, eps, symmetric):

@@ -299,30 +299,13 @@ def north_west_corner(p, q):
 # ----------------------------------------------------------------------------- Gaussian mixtures
 
 
-def mixture_delta_quad(first, second, b, eps):
+def mixture_delta_reference(first, second, b, eps, noise="laplace", masses="quad"):
     """max over both orders of ∫ [p_i − e^ε p_j]_+ for Gaussian mixtures (weights, means, stds)
-    convolved with Laplace(b): scipy.integrate.quad on panels cut at every component mean ± a
-    ladder of (σ + b) multiples (the density of §6 written here with scipy special functions)."""
-    from scipy import integrate
-
-    def density(y, w, m, s):
-        return sum(wk * np.exp(_logpdf_np(y, mk, sk, b)) for wk, mk, sk in zip(w, m, s) if wk > 0)
-
-    ladder = np.array([0.0, 0.5, 1, 2, 4, 8, 16, 32, 60])
-    cuts = np.unique(np.concatenate([mk + (sk + b) * np.concatenate([ladder, -ladder]) for mk, sk in zip([*first[1], *second[1]], [*first[2], *second[2]])]))
-
-    def one(p, q):
-        f = lambda y: max(density(y, *p) - np.exp(eps) * density(y, *q), 0.0)  # noqa: E731
-        return sum(integrate.quad(f, a, c, epsabs=1e-15, epsrel=1e-10, limit=200)[0] for a, c in zip(cuts[:-1], cuts[1:]))
-
-    return max(one(first, second), one(second, first))
-
-
-def mixture_delta_reference(first, second, b, eps, noise="laplace"):
-    """max over both orders of ∫ [p_i − e^ε p_j]_+ for Gaussian mixtures (weights, means, stds)
-    released with Laplace(b) or N(0, b²) noise, computed independently of jaxpuffer: the zeros of
-    log p_i − log p_j − ε by a 40,001-point scan and scipy's brentq, then scipy.integrate.quad of
-    p_i − e^ε p_j (smooth there) over every positive panel between zeros and component means."""
+    released with Laplace(b) or N(0, b²) noise (b = 0: none; point masses then split off), computed independently of jaxpuffer: the zeros of
+    log p_i − log p_j − ε by a 40,001-point scan and scipy's brentq, then, over every positive
+    panel between zeros and component means, ``masses="quad"``: scipy.integrate.quad of
+    p_i − e^ε p_j (smooth there); ``masses="cdf"`` (faster): component CDFs written here with
+    scipy.special (CDF left of a component's median, survival function right of it)."""
     from scipy import integrate, optimize
     from scipy.special import logsumexp
 
@@ -340,6 +323,13 @@ def mixture_delta_reference(first, second, b, eps, noise="laplace"):
     grid = np.unique(np.concatenate([np.linspace(lo, hi, 40001), means]))
 
     def one(p, q):
+        if b == 0 and (np.any(p[2] == 0) or np.any(q[2] == 0)):  # no noise, point masses: split off
+            atoms = sum(max(sum(w for w, m, s in zip(*p) if s == 0 and m == x) - np.exp(eps) * sum(w for w, m, s in zip(*q) if s == 0 and m == x), 0.0)
+                        for x in {m for w, m, s in zip(*p) if s == 0 and w > 0})
+            p, q = ([np.where(d[2] > 0, d[0], 0.0), d[1], np.where(d[2] > 0, d[2], 1.0)] for d in (p, q))
+            if not np.any(p[0] > 0) or not np.any(q[0] > 0):
+                return atoms + (float(np.sum(p[0])) if not np.any(q[0] > 0) else 0.0)
+            return atoms + one(p, q)
         r = lambda y: logpdf(y, *p) - logpdf(y, *q) - eps  # noqa: E731
         values = r(grid)
         pos = values > 0
@@ -350,7 +340,31 @@ def mixture_delta_reference(first, second, b, eps, noise="laplace"):
         for a, c in zip(cuts[:-1], cuts[1:]):
             mid = (a + c) / 2 if np.isfinite(a) and np.isfinite(c) else (c - 1.0 if np.isfinite(c) else a + 1.0)
             if r(mid)[0] > 0:
-                total += integrate.quad(diff, a, c, epsabs=1e-17, epsrel=1e-12, limit=400)[0]
+                if masses == "quad":
+                    total += integrate.quad(diff, a, c, epsabs=1e-17, epsrel=1e-12, limit=400)[0]
+                else:
+                    total += mixture_mass(a, c, *p) - np.exp(eps) * mixture_mass(a, c, *q)
         return max(total, 0.0)
+
+    def mixture_mass(a, c, w, m, s):
+        return sum(wk * component_mass(a - mk, c - mk, sk) for wk, mk, sk in zip(w, m, s) if wk > 0)
+
+    def component_mass(za, zc, s):  # P(za < Z ≤ zc) for Z = N(0, s²) ⊛ noise (median 0)
+        def tails(z):  # (F(z), S(z))
+            if not np.isfinite(z):
+                return (0.0, 1.0) if z < 0 else (1.0, 0.0)
+            if noise == "gaussian":
+                v = np.hypot(s, b)
+                return special.ndtr(z / v), special.ndtr(-z / v)
+            if s == 0:
+                half = 0.5 * np.exp(-abs(z) / b)
+                return (half, 1 - half) if z < 0 else (1 - half, half)
+            u, v = z / s, s / b
+            ea = 0.5 * np.exp(v * v / 2 - z / b + special.log_ndtr(u - v))
+            eb = 0.5 * np.exp(v * v / 2 + z / b + special.log_ndtr(-u - v))
+            return special.ndtr(u) - ea + eb, special.ndtr(-u) + ea - eb
+
+        (fa, sa), (fc, sc) = tails(za), tails(zc)
+        return fc - fa if zc <= 0 else (sa - sc if za >= 0 else 1.0 - fa - sc)
 
     return max(one(first, second), one(second, first))

@@ -1,12 +1,14 @@
 """Gaussian-mixture priors: the exact component transport LP, Theorem 2 / Corollary 2 (with the
 erratum), the coupling level of the GMM plan, and calibration.
 
-References: scipy.optimize.linprog (HiGHS) for the LPs; scipy.integrate.quad of the mixture ⊛
-Laplace density (``_reference.mixture_delta_quad``) for exact δ.
+References: scipy.optimize.linprog (HiGHS) for the LPs; for exact δ, ``_reference.
+mixture_delta_reference``: zeros by a 40,001-point scan and scipy's brentq, masses by
+scipy.integrate.quad (or, for the 500-pair soundness check, component CDFs written with
+scipy.special).
 """
 import numpy as np
 import pytest
-from _reference import mixture_delta_quad
+from _reference import mixture_delta_reference
 from scipy.optimize import linprog
 
 import jaxpuffer as jp
@@ -90,6 +92,11 @@ def test_one_component_mixtures_equal_the_gaussian_results():
     for level in ("theorem", "coupling"):
         np.testing.assert_allclose(jp.calibrate(mix, 1.0, 1e-3, level=level).per_pair, jp.calibrate(gauss, 1.0, 1e-3, level=level).per_pair, rtol=1e-12)
     np.testing.assert_allclose(jp.delta_coupling(mix, 1.5, 1.0), jp.delta_coupling(gauss, 1.5, 1.0), rtol=1e-13)
+    for noise in ("laplace", "gaussian"):
+        for b in (0.0, 0.4, 3.0):
+            np.testing.assert_allclose(jp.delta_exact(mix, b, 1.0, noise=noise), jp.delta_exact(gauss, b, 1.0, noise=noise), rtol=1e-9, atol=1e-14)
+        got = jp.calibrate(mix[:8], 1.0, 1e-3, level="exact", noise=noise).per_pair
+        np.testing.assert_allclose(got, jp.calibrate(gauss[:8], 1.0, 1e-3, level="exact", noise=noise).per_pair, rtol=1e-8)
 
 
 def test_theorem2_and_corollary2_as_printed_are_not_sufficient():
@@ -97,10 +104,10 @@ def test_theorem2_and_corollary2_as_printed_are_not_sufficient():
     pairs = mixture_pair(*COUNTER)
     assert float(jp.bounds.theorem2(pairs, 1.0, 1e-3, form="paper")) == pytest.approx(2.0, rel=1e-12)
     assert float(jp.bounds.corollary2(pairs, 1.0, form="paper")) == pytest.approx(2.0, rel=1e-12)
-    assert mixture_delta_quad(*COUNTER, 2.0, 1.0) == pytest.approx(0.01, rel=1e-3)
+    assert mixture_delta_reference(*COUNTER, 2.0, 1.0) == pytest.approx(0.01, rel=1e-3)
     # the valid forms and the coupling level are sound there
     for b in (jp.bounds.corollary2(pairs, 1.0), jp.calibrate(pairs, 1.0, 1e-3, level="coupling").scale):
-        assert mixture_delta_quad(*COUNTER, float(b), 1.0) <= 1e-3
+        assert mixture_delta_reference(*COUNTER, float(b), 1.0) <= 1e-3
 
 
 def test_corollary2_valid_form_gives_zero_exact_delta():
@@ -108,7 +115,8 @@ def test_corollary2_valid_form_gives_zero_exact_delta():
     second = ([0.2, 0.5, 0.3], [-1.0, 0.4, 2.0], [0.5, 1.0, 0.7])
     b = float(jp.bounds.corollary2(mixture_pair(first, second), 1.0))
     assert b == pytest.approx(1.0, rel=1e-12)
-    assert mixture_delta_quad(first, second, b, 1.0) <= 1e-12
+    assert mixture_delta_reference(first, second, b, 1.0) <= 1e-12
+    assert float(jp.delta_exact(mixture_pair(first, second), b, 1.0)) <= 1e-12
     with pytest.raises(ValueError, match="share stds"):
         jp.bounds.corollary2(mixture_pair(first, (first[0], first[1], [1.0, 1.0, 1.0])), 1.0)
 
@@ -124,15 +132,77 @@ def test_coupling_level_is_sound_and_ordered_on_random_mixtures():
     assert np.all(np.asarray(coupling.per_pair) <= np.asarray(theorem.per_pair) * (1 + 1e-12))
     for i in range(6):
         b = float(coupling.per_pair[i])
-        exact = mixture_delta_quad((w1[i], m1[i], s1[i]), (w2[i], m2[i], s2[i]), b, eps)
+        exact = mixture_delta_reference((w1[i], m1[i], s1[i]), (w2[i], m2[i], s2[i]), b, eps)
         assert exact <= delta * (1 + 1e-9)
 
 
 def test_mixture_bad_inputs():
     pairs = mixture_pair(*COUNTER)
-    with pytest.raises(ValueError, match="exact level for mixtures is not implemented"):
-        jp.calibrate(pairs, 1.0, 1e-3, level="exact")
+    with pytest.raises(ValueError, match="level 'indicator' is for Gaussian priors"):
+        jp.calibrate(pairs, 1.0, 1e-3, level="indicator")
+    with pytest.raises(ValueError, match="scale must be > 0"):
+        jp.delta_coupling(pairs, 0.0, 1.0)
+    with pytest.raises(ValueError, match="noise must be one of"):
+        jp.delta_exact(pairs, 1.0, 1.0, noise="cauchy")
     with pytest.raises(ValueError, match="delta is required"):
         jp.gmm_coupling(pairs, cost="bound")
     with pytest.raises(ValueError, match="form must be one of"):
         jp.bounds.theorem2(pairs, 1.0, 1e-3, form="mean")
+
+
+def extreme_mixtures(n, k, seed):
+    """Random k-component mixtures with stds over 4 decades (ratios beyond 100), point-mass
+    components (std 0) and zero weights; the last two pairs are identical priors."""
+    rng = np.random.default_rng(seed)
+    w = rng.dirichlet(np.ones(k), (2, n))
+    w[:, ::7, 0] = 0.0
+    w /= w.sum(-1, keepdims=True)
+    m = rng.normal(0, 3, (2, n, k))
+    s = np.exp(rng.uniform(np.log(0.01), np.log(10.0), (2, n, k)))
+    s[:, ::5, -1] = 0.0
+    for a in (w, m, s):
+        a[1, -2:] = a[0, -2:]
+    return (w[0], m[0], s[0]), (w[1], m[1], s[1])
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_exact_mixture_delta_matches_high_precision_integration(noise):
+    first, second = extreme_mixtures(10, 3, seed=11)
+    pairs = jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*second), symmetric=True)
+    for b, eps in ((0.0, 1.0), (0.05, 2.0), (1.0, 0.5), (6.0, 1.0)):
+        got = np.asarray(jp.delta_exact(pairs, b, eps, noise=noise))
+        ref = np.array([mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in second), b, eps, "gaussian" if b == 0 else noise) for i in range(10)])
+        np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-13)
+        assert np.all(got >= ref - 1e-15), (b, eps)  # never below (rounded up)
+        assert np.all(got[-2:] <= 1e-13)  # identical priors
+
+
+def test_exact_mixture_calibration_is_sound_on_500_random_pairs():
+    first, second = extreme_mixtures(500, 3, seed=12)
+    pairs = jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*second), symmetric=True)
+    eps, delta = 1.0, 1e-4
+    exact = jp.calibrate(pairs, eps, delta, level="exact")
+    coupling = jp.calibrate(pairs, eps, delta, level="coupling")
+    theorem = jp.calibrate(pairs, eps, delta, level="theorem")
+    b = np.asarray(exact.per_pair)
+    assert exact.converged and float(exact.delta_achieved) <= delta
+    assert np.all(b <= np.asarray(coupling.per_pair) * (1 + 1e-9)) and np.all(np.asarray(coupling.per_pair) <= np.asarray(theorem.per_pair) * (1 + 1e-12))
+    assert np.all(b[-2:] == 0.0)  # identical priors need no noise
+    violations = [i for i in range(500) if mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in second), b[i], eps, masses="cdf") > delta * (1 + 1e-9)]
+    assert violations == []
+    # tight: just below the returned scale the target is exceeded
+    below = np.asarray(jp.delta_exact(pairs, b * (1 - 1e-6), eps))
+    assert np.all((below > delta) | (b == 0))
+
+
+def test_exact_mixture_calibration_with_gaussian_noise_is_sound():
+    first, second = extreme_mixtures(60, 2, seed=13)
+    pairs = jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*second), symmetric=True)
+    eps, delta = 1.0, 1e-5
+    exact = jp.calibrate(pairs, eps, delta, level="exact", noise="gaussian")
+    coupling = jp.calibrate(pairs, eps, delta, level="coupling", noise="gaussian")
+    theta = np.asarray(exact.per_pair)
+    assert exact.converged and coupling.converged and float(coupling.delta_achieved) <= delta
+    assert np.all(theta <= np.asarray(coupling.per_pair) * (1 + 1e-9))
+    for i in range(60):
+        assert mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in second), theta[i], eps, "gaussian", masses="cdf") <= delta * (1 + 1e-9)
