@@ -4,11 +4,15 @@
   * Theorem 2 (eq. (13) as printed) with the paper's w* and with the bound-optimal w — jaxpuffer's
     exact transportation simplex, batched; baseline scipy.optimize.linprog (HiGHS) per pair;
   * the coupling level of the GMM plan (Σ w U1, the bound-optimal plan): jaxpuffer's batched
-    search; baseline linprog + scipy.optimize.brentq on the closed form of (35) in scipy.
-The exact level for mixtures is not implemented yet (see the issue notes). Ratios are pairs per
-second, jaxpuffer over the baseline timed on a subsample.
+    search; baseline linprog + scipy.optimize.brentq on the closed form of (35) in scipy;
+  * the exact level (hockey-stick divergence of the mixture ⊛ Laplace releases): jaxpuffer's
+    batched search; baseline scipy.optimize.brentq on δ(b) by scipy.integrate.quad of
+    [p_i − e^ε p_j]_+ on panels cut at every component mean ± multiples of (σ + b), bracketed by
+    the baseline's own coupling-level b (feasible for the exact level).
+Ratios are pairs per second, jaxpuffer over the baseline timed on a subsample (a smaller one for
+the exact level, whose baseline takes seconds per pair).
 
-Usage: python bench_gmm.py [--pairs 10000] [--baseline 200]
+Usage: python bench_gmm.py [--pairs 10000] [--baseline 200] [--baseline-exact 10]
 """
 import argparse
 import math
@@ -16,7 +20,7 @@ import time
 
 import jax
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import integrate, optimize, special, stats
 
 import jaxpuffer as jp
 
@@ -79,10 +83,37 @@ def base_coupling(first, second, i):
     return optimize.brentq(f, hi * 1e-3, hi, xtol=1e-10 * hi)
 
 
+def log_density(y, prior, b):
+    """log of Σ_m α_m N(μ_m, σ_m²) ⊛ Laplace(b) at y (MATH.md §6), scipy."""
+    w, m, s = prior
+    z, v = y - m, s / b
+    u = z / s
+    comps = np.logaddexp(v * v / 2 - z / b + special.log_ndtr(u - v), v * v / 2 + z / b + special.log_ndtr(-u - v)) - np.log(2 * b)
+    return special.logsumexp(comps, b=w)
+
+
+def base_exact(first, second, i):
+    p, q = (tuple(a[i] for a in prior) for prior in (first, second))
+    ladder = np.array([0.0, 0.5, 1, 2, 4, 8, 16, 32, 60])
+
+    def delta(b):
+        cuts = np.unique(np.concatenate([mk + (sk + b) * np.concatenate([ladder, -ladder]) for mk, sk in zip([*p[1], *q[1]], [*p[2], *q[2]])]))
+
+        def one(a, c):
+            f = lambda y: max(math.exp(log_density(y, a, b)) - math.exp(EPS + log_density(y, c, b)), 0.0)  # noqa: E731
+            return sum(integrate.quad(f, lo, hi, epsabs=1e-15, epsrel=1e-10, limit=200)[0] for lo, hi in zip(cuts[:-1], cuts[1:]))
+
+        return max(one(p, q), one(q, p)) - DELTA
+
+    hi = base_coupling(first, second, i)
+    return optimize.brentq(delta, hi * 1e-3, hi, xtol=1e-10 * hi) if delta(hi * 1e-3) > 0 else 0.0
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--baseline", type=int, default=200)
+    parser.add_argument("--baseline-exact", type=int, default=10)
     args = parser.parse_args()
     print(f"devices: {jax.devices()}; {args.pairs} pairs of {K}-component mixtures, (ε, δ) = ({EPS}, {DELTA})")
     cols, warm = random_pairs(args.pairs, 1), pairset(random_pairs(args.pairs, 2))
@@ -91,6 +122,7 @@ def main():
         ("Theorem 2, w* (W2)", lambda ps: jp.bounds.theorem2(ps, EPS, DELTA, coupling="w2", form="paper"), lambda i: base_theorem2(*cols, i, "w2")),
         ("Theorem 2, bound-opt w", lambda ps: jp.bounds.theorem2(ps, EPS, DELTA, coupling="bound", form="paper"), lambda i: base_theorem2(*cols, i, "bound")),
         ("coupling level", lambda ps: jp.calibrate(ps, EPS, DELTA, level="coupling").per_pair, lambda i: base_coupling(*cols, i)),
+        ("exact level", lambda ps: jp.calibrate(ps, EPS, DELTA, level="exact").per_pair, lambda i: base_exact(*cols, i)),
     ]
     print(f"\n{'task':<24} {'jaxpuffer s':>12} {'pairs/s':>10} {'baseline pairs/s':>17} {'ratio':>8} {'max rel. diff':>14}")
     for name, ours, base in jobs:
@@ -98,10 +130,11 @@ def main():
         start = time.perf_counter()
         got = np.asarray(jax.block_until_ready(ours(pairs)))
         t = time.perf_counter() - start
+        n_base = args.baseline_exact if name == "exact level" else args.baseline
         start = time.perf_counter()
-        ref = np.array([base(i) for i in range(args.baseline)])
-        t_base = (time.perf_counter() - start) / args.baseline
-        rel = np.abs(got[: args.baseline] - ref) / ref
+        ref = np.array([base(i) for i in range(n_base)])
+        t_base = (time.perf_counter() - start) / n_base
+        rel = np.abs(got[:n_base] - ref) / np.maximum(ref, 1e-300)
         note = ""
         if name == "coupling level":  # the bound cost is L1-like: LP ties are common, and tied plans give other b
             ours_w = np.asarray(jp.gmm_coupling(pairset(cols)[: args.baseline], cost="bound", delta=DELTA).weights)

@@ -438,7 +438,8 @@ def calibrate(
     """The noise scale that makes Y = X + N (ε, δ)-pufferfish private for every pair in ``pairs``.
 
     Args:
-      pairs: a :class:`PairSet` of Gaussian or Discrete priors; every batch axis is maximised over.
+      pairs: a :class:`PairSet` of Gaussian, Discrete or GaussianMixture priors; every batch axis
+        is maximised over.
       eps: ε > 0. delta: δ ∈ (0, 1). Scalars (tracers allowed: the result is differentiable).
       noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``).
       level: ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
@@ -446,7 +447,10 @@ def calibrate(
         the exact hockey-stick divergence (L0), the tightest. Scales satisfy
         exact ≤ coupling ≤ indicator ≤ theorem. Discrete priors (Kantorovich paper): ``"theorem"``
         is its Theorem 1 (Laplace, b = Δ_π*/ε), ``"coupling"`` the bound of the quantile plan
-        π*, ``"exact"`` the exact δ; ``"indicator"`` does not apply.
+        π*, ``"exact"`` the exact δ; ``"indicator"`` does not apply. GaussianMixture priors:
+        ``"theorem"`` is Theorem 2 in its valid max form, ``"coupling"`` the bound (24) of the GMM
+        plan that minimises Theorem 2's cost at this δ, ``"exact"`` the exact δ
+        (:mod:`jaxpuffer.losses_mixture`); ``"indicator"`` does not apply.
       solver: ``"optax"`` (safeguarded Newton through optax) or ``"bisection"``; both return a
         scale whose δ at the level was evaluated ≤ ``delta`` and agree to ``rtol``.
       tau: τ*(δ) method for the theorem level (see :func:`jaxpuffer.tau_star`).
