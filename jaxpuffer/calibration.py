@@ -304,46 +304,37 @@ _at_zero_jit = jax.jit(_delta_at_zero, static_argnums=0)
 
 
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
-    """A certified max over pairs of the exact δ at one scale, pruned by the coupling bound L1 ≥ L0.
+    """A certified max over pairs of the exact δ at one scale, pruned by a coupling bound ≥ L0.
 
-    Gaussian priors, Laplace noise: pairs are visited in decreasing order of their L1 bound,
-    ``chunk`` at a time, until the next bound is ≤ the running max (then the max is exact) or
-    ``budget`` chunks are spent (then the largest remaining L1 bound stands in for the unvisited
-    pairs: still an upper bound). Gaussian noise, and discrete priors: every pair, in chunks.
-    Gaussian mixtures: every pair, in chunks (the plan's coupling bound where a pair's crossing
-    search exceeds its budget).
+    Gaussian priors with Laplace noise (bound L1) and Gaussian mixtures (the bound (24) of their
+    plan): pairs are visited in decreasing order of their bound, ``chunk`` at a time, until the
+    next bound is ≤ the running max (then the max is exact) or ``budget`` chunks are spent (then
+    the largest remaining bound stands in for the unvisited pairs: still an upper bound).
+    Gaussian priors with Gaussian noise, discrete priors, and every family at scale 0: every
+    pair, in chunks.
     """
-    if family != "gaussian":
-        zero = family == "mixture" and float(scale) == 0.0
-        total = params[0].shape[0]
-        best = 0.0
-        for start in range(0, total, chunk):
-            idx = np.arange(start, min(start + chunk, total))
-            part = tuple(_pad_take(params, idx, _bucket(idx.size, chunk)))
-            if zero:
-                vals = _at_zero_jit(_Config("exact", noise, "bisection", 0.0, family), symmetric, part, eps)
-            else:
-                vals = _delta_jit(part, scale, eps, noise, symmetric, family)
-            best = max(best, float(jnp.max(vals)))
-        return jnp.asarray(best)
-    d_mu, s1, s2 = params
-    if float(scale) == 0.0:  # no noise: the priors' own hockey-stick, closed form for every pair
-        return jnp.max(_prior_delta_jit(d_mu, s1, s2, eps, symmetric))
-    if noise == "gaussian" or d_mu.size <= chunk:
-        idx = np.arange(d_mu.size)
-        padded = _pad_take(params, idx, _bucket(idx.size, max(chunk, idx.size)))
-        return jnp.max(_delta_jit(tuple(padded), scale, eps, noise, symmetric, family))
-    bound = np.asarray(pair_delta("coupling", "laplace", d_mu, s1, s2, scale, eps, symmetric))
-    order = np.argsort(-bound, kind="stable")
+    n = params[0].shape[0]
+    zero = float(scale) == 0.0
+    if zero and family == "gaussian":  # no noise: the priors' own hockey-stick, closed form
+        return jnp.max(_prior_delta_jit(*params, eps, symmetric))
+    prune = not zero and (family == "mixture" or (family == "gaussian" and noise == "laplace"))
+    if prune:
+        bound = np.asarray(_delta(_Config("coupling", noise, "bisection", 0.0, family), symmetric, scale, params, eps))
+        order = np.argsort(-bound, kind="stable")
+    else:
+        order = np.arange(n)
     best = 0.0
-    for start in range(0, min(order.size, chunk * budget), chunk):
-        if bound[order[start]] <= best:
-            return jnp.asarray(best)
-        visit = _pad_take(params, order[start : start + chunk], chunk)
-        vals = _delta_jit(tuple(visit), scale, eps, noise, symmetric, family)
+    for start in range(0, n, chunk):
+        if prune and (bound[order[start]] <= best or start >= chunk * budget):
+            return jnp.asarray(max(best, float(bound[order[start]])))
+        idx = order[start : start + chunk]
+        part = tuple(_pad_take(params, idx, _bucket(idx.size, chunk)))
+        if zero and family == "mixture":
+            vals = _at_zero_jit(_Config("exact", noise, "bisection", 0.0, family), symmetric, part, eps)
+        else:
+            vals = _delta_jit(part, scale, eps, noise, symmetric, family)
         best = max(best, float(jnp.max(vals)))
-    rest = chunk * budget
-    return jnp.asarray(max(best, float(bound[order[rest]]) if rest < order.size else best))
+    return jnp.asarray(best)
 
 
 # ----------------------------------------------------------------------------- entry point

@@ -25,7 +25,8 @@ the ±y/b parts cancel analytically), then
     its extremum located by an Illinois search on f' and, where it crosses, the two zeros beside
     it by Newton steps.
 
-Both orders (f and −r − ε) share one pool of ``_ROOTS`` crossings and ``_EXTREMA`` extrema.
+Both orders (f = r − ε and −r − ε, r = log p_i − log p_j) share one pool of ``_ROOTS`` crossings
+and ``_EXTREMA`` extrema.
 
 Every found point splits the pieces; because each piece's [·]_+ is taken separately, a split that
 is not a zero costs nothing, and a missed zero can only lower the sum (each piece's [·]_+ is at
@@ -276,7 +277,7 @@ def mixture_delta(level: str, noise: str, params, b, eps, symmetric):
 
     ``params`` = (w, Δμ, Δσ, α, μ_i, σ_i, β, μ_j, σ_j): the plan and component differences on the
     (n, k, k) grid, then both mixtures (n, k). ``b`` > 0 and ``eps`` are (n,). Where the exact
-    evaluation exceeds its budgets, that order's δ is the plan's coupling bound.
+    evaluation exceeds its budgets, the pair's δ is the plan's coupling bound (≥ δ, both orders).
     """
     n = params[0].shape[0]
     b, eps = jnp.broadcast_to(b, (n,)), jnp.broadcast_to(eps, (n,))
