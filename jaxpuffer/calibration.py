@@ -310,8 +310,8 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     plan): pairs are visited in decreasing order of their bound, ``chunk`` at a time, until the
     next bound is ≤ the running max (then the max is exact) or ``budget`` chunks are spent (then
     the largest remaining bound stands in for the unvisited pairs: still an upper bound).
-    Gaussian priors with Gaussian noise, discrete priors, and every family at scale 0: every
-    pair, in chunks.
+    Gaussian priors with Gaussian noise (one batch), discrete priors, and every family at scale 0:
+    every pair, in chunks.
     """
     n = params[0].shape[0]
     zero = float(scale) == 0.0
@@ -323,6 +323,8 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
         order = np.argsort(-bound, kind="stable")
     else:
         order = np.arange(n)
+        if family == "gaussian":  # Gaussian noise: a closed form, cheap enough for one batch
+            chunk = max(chunk, n)
     best = 0.0
     for start in range(0, n, chunk):
         if prune and (bound[order[start]] <= best or start >= chunk * budget):

@@ -309,6 +309,8 @@ def mixture_delta_reference(first, second, b, eps, noise="laplace", masses="quad
     from scipy import integrate, optimize
     from scipy.special import logsumexp
 
+    noise = "gaussian" if b == 0 else noise  # no noise: N(0, 0²)
+
     def logpdf(y, w, m, s):
         y = np.atleast_1d(np.asarray(y, float))
         if noise == "laplace":

@@ -175,7 +175,7 @@ def test_exact_mixture_delta_matches_high_precision_integration(noise):
     pairs = jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*second), symmetric=True)
     for b, eps in ((0.0, 1.0), (0.05, 2.0), (1.0, 0.5), (6.0, 1.0)):
         got = np.asarray(jp.delta_exact(pairs, b, eps, noise=noise))
-        ref = np.array([mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in second), b, eps, "gaussian" if b == 0 else noise) for i in range(10)])
+        ref = np.array([mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in second), b, eps, noise) for i in range(10)])
         np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-13)
         assert np.all(got >= ref - 1e-15), (b, eps)  # never below (rounded up)
         assert np.all(got[-2:] <= 1e-13)  # identical priors
