@@ -52,6 +52,26 @@ def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
     return x
 
 
+def merge_sorted(a, c):
+    """The ascending union of two ascending arrays along the last axis, by Batcher's bitonic
+    merge: log₂ of the padded length min/max stages of elementwise work, several times faster
+    under ``vmap`` than ``jnp.sort`` of the concatenation (a comparison sort per row on CPU)."""
+    la, lc = a.shape[-1], c.shape[-1]
+    half = 1 << (max(la, lc) - 1).bit_length()
+
+    def pad(x):
+        return jnp.concatenate([x, jnp.full(x.shape[:-1] + (half - x.shape[-1],), jnp.inf, x.dtype)], axis=-1)
+
+    x = jnp.concatenate([pad(a), pad(c)[..., ::-1]], axis=-1)  # ascending then descending: bitonic
+    stride = half
+    while stride >= 1:
+        x = x.reshape(x.shape[:-1] + (-1, 2, stride))
+        lo, hi = x[..., 0, :], x[..., 1, :]
+        x = jnp.stack([jnp.minimum(lo, hi), jnp.maximum(lo, hi)], axis=-2).reshape(x.shape[:-3] + (-1,))
+        stride //= 2
+    return x[..., : la + lc]
+
+
 def first_true(mask, count):
     """Indices of the first ``count`` True entries of a 1-D mask, and which of them exist."""
     idx = jnp.nonzero(mask, size=count, fill_value=0)[0]

@@ -59,9 +59,9 @@ GAUSSIAN_NOISE_LEVELS = ("coupling", "exact")
 _ROUND_UP = 1.0 + 2.0**-49
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _MAX_DOUBLINGS = 80
-_FIRST_PASS = 20  # optax iterations for the whole batch; slower pairs are re-solved compacted
-_LEFTOVER_BUCKET = 256
-_STALL_FROM, _STALL_CHECK = 16, 3  # optax solver: when and how often the bracket must shrink
+_PASSES = (6, 10, 16)  # evaluations after which the unfinished pairs are compacted into a smaller batch
+_STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket must shrink
+_BELOW_PURE = 1e-5  # exact level, Laplace noise: the first point is b_pure·(1 − this)
 
 
 class Calibration(NamedTuple):
@@ -152,31 +152,102 @@ def _discrete_guess(cfg: _Config, params, eps, target):
 
 
 def _initial_bracket(cfg: _Config, params, eps, target):
-    """(hi, start): a scale expected to be feasible — Theorem 1's (5), which bounds every level for
-    Laplace noise and is a first guess for Gaussian noise (discrete priors: the Kantorovich
-    paper's Theorem 1 or 3(b)) — and the first point to evaluate: b_pure of MATH.md §6 where
-    smaller (exact level, Laplace, Gaussian priors), else hi. Neither is trusted: the search
+    """(hi, start, pure): a scale expected to be feasible — Theorem 1's (5), which bounds every
+    level for Laplace noise and is a first guess for Gaussian noise (discrete priors: the
+    Kantorovich paper's Theorem 1 or 3(b)) —, the first point to evaluate, and the scale beyond
+    which δ is known to vanish (+inf where unknown). Exact level, Laplace noise, Gaussian priors:
+    pure = b_pure of MATH.md §6 and start just below it (δ often reaches the target within
+    1e-4 of b_pure, like a power of b_pure − b). Neither hi nor start is trusted: the search
     verifies them."""
     if cfg.family == "discrete":
         hi = jnp.maximum(_discrete_guess(cfg, params, eps, target) * _ROUND_UP, 1e-300)
-        return hi, hi
+        return hi, hi, jnp.full(hi.shape, jnp.inf)
     if cfg.family == "mixture":  # Theorem 2 in its valid (max) form, with the same plan (a first
         w, d_mu, d_sigma = params[:3]  # guess for Gaussian noise, which the search may double)
         cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target, "exact"))
         hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
-        return hi, hi
+        return hi, hi, jnp.full(hi.shape, jnp.inf)
     d_mu, s1, s2 = params
     hi = theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * _ROUND_UP
     hi = jnp.maximum(hi, 1e-300)
-    start = hi
     if cfg.noise == "laplace" and cfg.level == "exact":
         b_pure = (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs(s1**2 - s2**2))) / (2.0 * eps)
-        start = jnp.where((b_pure > 0) & (b_pure < hi), b_pure, hi)
-    return hi, start
+        near = b_pure * (1.0 - _BELOW_PURE)
+        pure = jnp.where(b_pure > 0, b_pure, jnp.inf)
+        return hi, jnp.where((near > 0) & (near < hi), near, hi), pure
+    return hi, hi, jnp.full(hi.shape, jnp.inf)
 
 
-def _search(cfg: _Config, params, eps, target, max_iter, symmetric):
-    """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs.
+class _SearchState(NamedTuple):
+    """Per-pair state of :func:`_search_run` (every field has the batch as its leading axis)."""
+
+    u: Any  # log b to evaluate next
+    log_lo: Any  # verified infeasible (or the initial floor)
+    log_hi: Any  # feasible once hi_ok
+    hi_ok: Any
+    b_hi: Any  # the scale evaluated at log_hi (returned as is: it is the one verified)
+    opt_state: Any
+    it: Any  # evaluations spent
+    done: Any
+    width_ref: Any  # bracket width at the last stall check
+    points: Any  # (…, 2, 3): the last two evaluations with δ > 0, as (b, log δ, d log δ/db); NaN if none
+    zero_at: Any  # the smallest b known to give δ = 0 (the analytic pure-ε scale, or +inf)
+    seen_zero: Any  # whether zero_at was evaluated (not only known in theory)
+    log_cap: Any  # hi may double up to here
+
+
+_TRANSFORM = optax.chain(optax.clip(2.0), optax.scale(-1.0))  # a trust region of 2 in log b
+
+
+def _model_root(points, zero_at, seen_zero, log_target):
+    """The next log b proposed from the last evaluations with δ > 0 (the optax solver's step).
+
+    δ(b) vanishes at a finite scale b_c (pure ε beyond it), like a power (b_c − b)^k near it, so
+    log δ is concave there and a Newton step on log δ overshoots. In order of preference:
+      * two points: fit log δ = c + k log(b_c − b) to both slopes, s = −k/(b_c − b), which gives
+        k = (b₁ − b₂)/(1/s₁ − 1/s₂) and b_c = b₁ − k/s₁, and solve it for log δ = log δ_target;
+      * one point and a known b_c not yet evaluated (MATH.md §6's b_pure): the same with k = −s₁(b_c − b₁);
+      * one point and a scale where δ was 0: linear interpolation in −1/log δ (0 at that scale);
+      * otherwise Newton on log δ in log b.
+    Returns (log b, valid); invalid where no point exists or no step applies.
+    """
+    b1, l1, s1 = points[..., 0, 0], points[..., 0, 1], points[..., 0, 2]
+    b2, s2 = points[..., 1, 0], points[..., 1, 2]
+    has1, has2 = ~jnp.isnan(b1), ~jnp.isnan(b2)
+    s1_ = jnp.where(has1 & (s1 < 0), s1, -1.0)
+    s2_ = jnp.where(has2 & (s2 < 0), s2, -2.0)
+    inv_gap = 1.0 / s1_ - 1.0 / s2_
+    k_two = (b1 - b2) / jnp.where(inv_gap != 0, inv_gap, 1.0)
+    bc_two = b1 - k_two / s1_
+    fit_two = has2 & (s1 < 0) & (s2 < 0) & (inv_gap != 0) & (k_two > 0) & (bc_two > jnp.maximum(b1, b2)) & (bc_two <= zero_at)
+    known = ~seen_zero & jnp.isfinite(zero_at) & (zero_at > b1)
+    k_one = -s1_ * (jnp.where(known, zero_at, b1 + 1.0) - b1)
+    fit_one = has1 & (s1 < 0) & known & (k_one > 0)
+    bc = jnp.where(fit_two, bc_two, jnp.where(known, zero_at, b1 + 1.0))
+    k = jnp.where(fit_two, k_two, jnp.where(fit_one, k_one, 1.0))
+    power = jnp.log(bc - (bc - b1) * jnp.exp((log_target - l1) / k))
+    interp = jnp.log(b1 + (jnp.where(seen_zero, zero_at, b1) - b1) * (1.0 - l1 / log_target))
+    newton = jnp.log(jnp.where(has1, b1, 1.0)) - (l1 - log_target) / (s1_ * b1)
+    proposal = jnp.where(fit_two | fit_one, power, jnp.where(seen_zero, interp, newton))
+    valid = has1 & (s1 < 0) & jnp.isfinite(proposal)
+    return jnp.where(valid, proposal, 0.0), valid
+
+
+def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
+    """The initial bracket and first point of every pair (see :func:`_search_run`)."""
+    zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
+    hi0, start, pure = _initial_bracket(cfg, params, eps, target)
+    u0, log_hi0 = jnp.log(start), jnp.log(hi0)
+    n = u0.shape
+    return _SearchState(
+        u=u0, log_lo=log_hi0 + math.log(_FLOOR), log_hi=log_hi0, hi_ok=jnp.zeros(n, bool), b_hi=hi0, opt_state=_TRANSFORM.init(u0),
+        it=jnp.zeros(n, int), done=zero_ok, width_ref=jnp.full(n, jnp.inf), points=jnp.full(n + (2, 3), jnp.nan),
+        zero_at=pure, seen_zero=jnp.zeros(n, bool), log_cap=log_hi0 + _MAX_DOUBLINGS * math.log(2.0),
+    )
+
+
+def _search_run(cfg: _Config, params, eps, target, max_iter, symmetric, state: _SearchState) -> _SearchState:
+    """Runs the per-pair search until every pair is done or has spent ``max_iter`` evaluations.
 
     One ``lax.while_loop``; each iteration evaluates δ once per pair (with its slope for the optax
     solver) at ``u = log b`` and updates the bracket:
@@ -184,85 +255,81 @@ def _search(cfg: _Config, params, eps, target, max_iter, symmetric):
       * infeasible below ``hi``: ``lo = u``; infeasible at an unverified ``hi``: ``lo = hi`` and
         ``hi`` doubles (the bracket expands until a feasible point is found).
     The next point is ``hi`` itself when the bracket has closed but ``hi`` is not yet verified,
-    else the solver's proposal inside (lo, hi). A pair is done when its bracket is closed
-    (hi/lo − 1 ≤ rtol) with ``hi`` verified, or when δ(0) ≤ target (answer 0).
+    else the solver's proposal inside (lo, hi): :func:`_model_root` (optax) or the geometric
+    midpoint (bisection). A pair is done when its bracket is closed (hi/lo − 1 ≤ rtol) with ``hi``
+    verified, when δ(0) ≤ target (answer 0), or when ``hi`` doubled past its cap.
     """
     f = partial(_delta, cfg, symmetric)
-    zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
-    hi0, start = _initial_bracket(cfg, params, eps, target)
     log_tol = math.log1p(cfg.rtol)
     log_target = jnp.log(target)
-    transform = optax.chain(optax.clip(2.0), optax.scale(-1.0))
     newton = cfg.solver == "optax"
-    cap = jnp.log(hi0) + _MAX_DOUBLINGS * math.log(2.0)
 
-    def body(state):
-        u, log_lo, log_hi, hi_ok, opt_state, it, done, width_ref = state
-        b = jnp.exp(u)
+    def body(s: _SearchState) -> _SearchState:
+        b = jnp.exp(s.u)
         if newton:
-            d, dd = jax.jvp(lambda bb: f(bb, params, eps), (b,), (b,))  # dd = dδ/du
+            d, dd = jax.jvp(lambda bb: f(bb, params, eps), (b,), (jnp.ones_like(b),))  # dd = dδ/db
         else:
-            d, dd = f(b, params, eps), jnp.zeros_like(b)
+            d = f(b, params, eps)
         feasible = d <= target
-        at_hi = u >= log_hi
-        live = ~done
+        at_hi = s.u >= s.log_hi
+        live = ~s.done & (s.it < max_iter)
         grow = live & ~feasible & at_hi
-        log_lo = jnp.where(live & ~feasible, jnp.where(at_hi, log_hi, jnp.maximum(log_lo, u)), log_lo)
-        log_hi = jnp.where(live & feasible, jnp.minimum(log_hi, u), jnp.where(grow, log_hi + math.log(2.0), log_hi))
-        hi_ok = jnp.where(live & feasible, True, jnp.where(grow, False, hi_ok))
+        log_lo = jnp.where(live & ~feasible, jnp.where(at_hi, s.log_hi, jnp.maximum(s.log_lo, s.u)), s.log_lo)
+        log_hi = jnp.where(live & feasible, jnp.minimum(s.log_hi, s.u), jnp.where(grow, s.log_hi + math.log(2.0), s.log_hi))
+        hi_ok = jnp.where(live & feasible, True, jnp.where(grow, False, s.hi_ok))
+        b_hi = jnp.where(live & feasible & (s.u <= s.log_hi), b, s.b_hi)
         closed = (log_hi - log_lo) <= log_tol
-        # the solver's proposal inside (lo, hi)
         mid = 0.5 * (log_lo + log_hi)
+        # no usable step: halve or double b, or bisect once the bracket is narrower than that
+        halve = jnp.where(feasible, jnp.maximum(mid, s.u - math.log(2.0)), jnp.minimum(mid, s.u + math.log(2.0)))
+        points, zero_at, seen_zero, opt_state = s.points, s.zero_at, s.seen_zero, s.opt_state
         if newton:
-            # Newton on log δ(u) = log δ_target, or, where that step leaves the bracket, on
-            # δ(u) = δ_target (δ is convex and falls to 0 at b_pure like a power of b_pure − b,
-            # where log δ overshoots); the step goes through the optax chain (trust-region clip).
-            slope = dd / jnp.maximum(d, 1e-300)
-            # far on the feasible side δ falls to 0 at a finite b (pure ε, MATH.md §6): halve there
-            usable = (slope < 0) & (d > 0) & ~(feasible & (d < target / 16))
-            step_log = (jnp.log(jnp.maximum(d, 1e-300)) - log_target) / jnp.where(usable, slope, -1.0)
-            step_lin = (d - target) / jnp.where(dd < 0, dd, -1.0)
-            nudge = jnp.where(feasible, -0.25, 0.25) * log_tol
-            in_bracket = lambda x: (x > log_lo) & (x < log_hi)  # noqa: E731
-            use_log = usable & in_bracket(u - step_log + nudge)
-            use_lin = usable & ~use_log & (dd < 0) & in_bracket(u - step_lin + nudge)
-            step = jnp.where(use_log, step_log, jnp.where(use_lin, step_lin, 0.0))
-            updates, opt_state = transform.update(step, opt_state)
-            proposal = optax.apply_updates(u, updates) + nudge
-            inside = (use_log | use_lin) & in_bracket(proposal)
-            # no usable step (δ = 0 in the pure-ε region, or a flat bound): halve or double b,
-            # or bisect once the bracket is narrower than that
-            halve = jnp.where(feasible, jnp.maximum(mid, u - math.log(2.0)), jnp.minimum(mid, u + math.log(2.0)))
-            proposal = jnp.where(inside, proposal, jnp.where(usable, mid, halve))
+            positive = live & (d > 0)
+            new = jnp.stack([b, jnp.log(jnp.where(positive, d, 1.0)), dd / jnp.where(positive, d, 1.0)], axis=-1)
+            points = jnp.where(positive[:, None, None], jnp.stack([new, points[:, 0]], axis=1), points)
+            vanished = live & (d == 0)
+            zero_at = jnp.where(vanished, jnp.minimum(zero_at, b), zero_at)
+            seen_zero = seen_zero | vanished
+            target_u, valid = _model_root(points, zero_at, seen_zero, log_target)
+            updates, opt_state = _TRANSFORM.update(s.u - target_u, opt_state)
+            # proposals alternate a hair above and below the model's root, so both ends close in
+            proposal = optax.apply_updates(s.u, updates) + jnp.where(feasible, -0.25, 0.25) * log_tol
+            inside = valid & (proposal > log_lo) & (proposal < log_hi)
+            proposal = jnp.where(inside, proposal, halve)
         else:
             proposal = mid
-        # safeguard: past _STALL_FROM iterations, every _STALL_CHECK iterations the bracket must
-        # have halved (in log b) since the last check, else bisect (Newton can creep along one
-        # end of a near-kink, as the coupling bound of a mixture with a near-point-mass component)
+        # safeguard: past _STALL_FROM evaluations, every _STALL_CHECK the bracket must have halved
+        # (in log b) since the last check, else bisect (a model step can creep along one end)
         width = log_hi - log_lo
-        check = (it >= _STALL_FROM) & ((it % _STALL_CHECK) == 0)
-        stalled = check & (width > 0.5 * width_ref)
-        width_ref = jnp.where(check, width, width_ref)
+        check = (s.it >= _STALL_FROM) & ((s.it % _STALL_CHECK) == 0)
+        stalled = check & (width > 0.5 * s.width_ref)
+        width_ref = jnp.where(check, width, s.width_ref)
         proposal = jnp.where(stalled, mid, proposal)
-        u_next = jnp.where(closed | grow, log_hi, proposal)
-        finished = live & ((closed & hi_ok) | (log_hi > cap))
-        return u_next, log_lo, log_hi, hi_ok, opt_state, it + live.astype(int), done | finished, width_ref
+        u_next = jnp.where(live, jnp.where(closed | grow, log_hi, proposal), s.u)
+        finished = live & ((closed & hi_ok) | (log_hi > s.log_cap))
+        return s._replace(u=u_next, log_lo=log_lo, log_hi=log_hi, hi_ok=hi_ok, b_hi=b_hi, opt_state=opt_state, it=s.it + live.astype(int),
+                          done=s.done | finished, width_ref=width_ref, points=points, zero_at=zero_at, seen_zero=seen_zero)
 
-    u0 = jnp.log(start)
-    log_hi0 = jnp.log(hi0)
-    state = (u0, log_hi0 + math.log(_FLOOR), log_hi0, jnp.zeros(u0.shape, bool), transform.init(u0), jnp.zeros(u0.shape, int), zero_ok,
-             jnp.full(u0.shape, jnp.inf))
-    u, log_lo, log_hi, hi_ok, _, iterations, done, _ = jax.lax.while_loop(
-        lambda s: (~jnp.all(s[6])) & (jnp.max(s[5]) < max_iter), body, state
-    )
-    b = jnp.where(zero_ok, 0.0, jnp.exp(log_hi))
-    converged = zero_ok | (done & hi_ok & ((log_hi - log_lo) <= log_tol))
-    return b, converged, iterations
+    return jax.lax.while_loop(lambda s: jnp.any(~s.done & (s.it < max_iter)), body, state)
+
+
+def _search_result(state: _SearchState, rtol: float):
+    """(b, converged, iterations) per pair: b = hi (0 where no noise is needed)."""
+    zero_ok = state.done & (state.it == 0)
+    closed = state.hi_ok & ((state.log_hi - state.log_lo) <= math.log1p(rtol))
+    b = jnp.where(zero_ok, 0.0, state.b_hi)
+    return b, zero_ok | (state.done & closed), state.it
+
+
+_search_init_jit = jax.jit(_search_init, static_argnums=0)
+_search_run_jit = jax.jit(_search_run, static_argnums=0)
 
 
 @partial(jax.jit, static_argnums=0)
 def _search_jit(cfg, params, eps, target, max_iter, symmetric):
-    return _search(cfg, params, eps, target, max_iter, symmetric)
+    """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs."""
+    state = _search_run(cfg, params, eps, target, max_iter, symmetric, _search_init(cfg, params, eps, target, symmetric))
+    return _search_result(state, cfg.rtol)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0, 4, 5))
@@ -359,33 +426,47 @@ def _progress(done: int, total: int) -> None:
 
 
 def _bucket(m: int, cap: int) -> int:
-    """Padded batch size for m pairs, at most ``cap``: a power of two ≥ 64 up to 2048, then a
-    multiple of 2048 (few compiled shapes, at most 2047 padded pairs of wasted work)."""
+    """Padded batch size for m pairs, at most ``cap`` rounded up to a multiple of 64: a power of
+    two ≥ 64 up to 2048, then a multiple of 2048 (few compiled shapes, at most 2047 padded pairs of
+    wasted work). Always a multiple of 64, so that every pair runs in a full vector lane group:
+    XLA's remainder lanes may round differently by an ulp, and the answer must not depend on how
+    the pairs were batched."""
     size = max(64, 1 << (m - 1).bit_length()) if m <= 2048 else -(-m // 2048) * 2048
-    return min(cap, size)
+    return min(-(-cap // 64) * 64, size)
+
+
+def _pad_index(idx: np.ndarray, size: int) -> np.ndarray:
+    """``idx`` padded to ``size`` by repeating its first entry."""
+    return idx if idx.size >= size else np.concatenate([idx, np.full(size - idx.size, idx[0])])
 
 
 def _pad_take(arrays, idx: np.ndarray, size: int):
     """Gather ``idx`` from each array, padded to ``size`` by repeating the first index."""
-    if idx.size < size:
-        idx = np.concatenate([idx, np.full(size - idx.size, idx[0])])
-    return tuple(a[idx] for a in arrays)
+    return tuple(a[_pad_index(idx, size)] for a in arrays)
 
 
 def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
-    """Search on concrete arrays: a first pass capped at ``_FIRST_PASS`` iterations over everything,
-    then the few unfinished pairs again, compacted into small buckets, with the full cap."""
-    first = min(max_iter, _FIRST_PASS) if cfg.solver == "optax" else max_iter
-    b, conv, iters = (np.array(x) for x in _search_jit(cfg, params, eps, target, first, symmetric))
-    left = np.nonzero(~conv)[0]
-    if first < max_iter and left.size:
-        size = _bucket(left.size, _LEFTOVER_BUCKET)
-        for start in range(0, left.size, size):
-            idx = left[start : start + size]
-            b2, c2, i2 = _search_jit(cfg, _pad_take(params, idx, size), eps, target, max_iter, symmetric)
-            b[idx], conv[idx] = np.asarray(b2)[: idx.size], np.asarray(c2)[: idx.size]
-            iters[idx] = first + np.asarray(i2)[: idx.size]
-    return b, conv, iters
+    """Search on concrete arrays, compacting as pairs finish: every pair runs ``_PASSES[0]``
+    evaluations, then the unfinished ones are gathered (state included) into batches padded to a
+    power of two and resumed up to the next pass limit, and so on up to ``max_iter``; the batch
+    does not keep paying for pairs that are done."""
+    n = params[0].shape[0]
+    state = jax.tree_util.tree_map(np.array, _search_init_jit(cfg, params, eps, target, symmetric))
+    live = np.arange(n)
+    for limit in (*[p for p in _PASSES if p < max_iter], max_iter):
+        live = live[~state.done[live] & (state.it[live] < max_iter)]
+        if not live.size:
+            break
+        size = _bucket(live.size, n)
+        for start in range(0, live.size, size):
+            idx = live[start : start + size]
+            sub = jax.tree_util.tree_map(lambda a: a[_pad_index(idx, size)], state)
+            sub = _search_run_jit(cfg, _pad_take(params, idx, size), eps, target, limit, symmetric, sub)
+            for field, value in zip(state, sub):
+                if isinstance(field, np.ndarray):
+                    field[idx] = np.asarray(value)[: idx.size]
+    b, conv, iters = _search_result(state, cfg.rtol)
+    return np.asarray(b), np.asarray(conv), np.asarray(iters)
 
 
 def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, progress):

@@ -45,7 +45,7 @@ from jax.scipy.special import ndtr
 
 from . import _validate
 from .bounds import _gaussian_pairs
-from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, newton_in_bracket
+from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, newton_in_bracket
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass
 from .losses_discrete import discrete_delta, discrete_probabilistic
@@ -142,7 +142,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     found than the fixed budget, in which case that order's δ is the L1 coupling bound (≥ δ).
     """
     m1_, s1_, m2_, s2_, b_, eps_ = (jax.lax.stop_gradient(t) for t in (m1, s1, m2, s2, b, eps))
-    y = jnp.sort(jnp.concatenate([m1_ + s1_ * _CORE, m2_ + s2_ * _CORE, m1_ + b_ * _TAIL, m2_ + b_ * _TAIL]))
+    y = merge_sorted(merge_sorted(m1_ + s1_ * _CORE, m2_ + s2_ * _CORE), merge_sorted(m1_ + b_ * _TAIL, m2_ + b_ * _TAIL))
 
     def ratio(x):  # log p1 − log p2, its slope, and the size of the terms behind it
         return laplace_log_ratio(x, m1_, s1_, m2_, s2_, b_)

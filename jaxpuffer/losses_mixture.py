@@ -104,9 +104,9 @@ def _log_densities(y, weights, means, spreads, b, noise, center):
     noise (tail normalization: the ±y/b parts cancel in the ratio), 0 for Gaussian noise."""
     z = y[:, None, None] - means[None]
     if noise == "laplace":
-        right, left, slope = tail_normalized(z, spreads[None], b)
-        shift = (means[None] - center) / b
-        log_p = jnp.where(y[:, None, None] >= center, right + shift, left - shift)
+        right = y[:, None, None] >= center
+        log_p, slope = tail_normalized(z, spreads[None], b, right)
+        log_p = log_p + jnp.where(right, 1.0, -1.0) * (means[None] - center) / b
     else:
         log_p = -0.5 * (z / spreads[None]) ** 2 - jnp.log(spreads[None]) - 0.5 * jnp.log(2 * jnp.pi)
         slope = -z / spreads[None] ** 2

@@ -92,24 +92,23 @@ def _log_mass_term(u, v):
     )
 
 
-def tail_normalized(z, sigma, b):
-    """(R, L, slope) for N(0, σ²) ⊛ Laplace(b) at z: R = log p + z/b, L = log p − z/b and
-    d log p/dz. R is bounded in the right tail, L in the left one (both → σ²/2b² − log 2b), so
-    differences of log densities formed from them keep full precision far out in the tails.
-    log p = −log 2b + logaddexp(G(u, v) − z/b, G(−u, v) + z/b); slope = tanh((t_b − t_a)/2)/b."""
+def tail_normalized(z, sigma, b, right):
+    """(log p ± z/b, d log p/dz) for N(0, σ²) ⊛ Laplace(b) at z: R = log p + z/b where ``right``,
+    L = log p − z/b elsewhere. R is bounded in the right tail, L in the left one (both →
+    σ²/2b² − log 2b), so differences of log densities formed from them keep full precision far
+    out in the tails. With G_a = G(u, v), G_b = G(−u, v) and Δ = G_b − G_a + 2z/b,
+    R = max(G_a, G_b + 2z/b) + log1p(e^{−|Δ|}) − log 2b, L = R − 2z/b formed as
+    max(G_a − 2z/b, G_b) + log1p(e^{−|Δ|}) − log 2b (no cancellation), slope = tanh(Δ/2)/b."""
     point, u, v = _standardize(z, sigma, b)
     zb = z / b
     g_a, g_b = _log_mass_term(u, v), _log_mass_term(-u, v)
+    gap = g_b - g_a + 2.0 * zb
+    top = jnp.where(right, jnp.maximum(g_a, g_b + 2.0 * zb), jnp.maximum(g_a - 2.0 * zb, g_b))
     log_2b = jnp.log(2.0 * b)
-    right = jnp.logaddexp(g_a, g_b + 2.0 * zb) - log_2b
-    left = jnp.logaddexp(g_a - 2.0 * zb, g_b) - log_2b
-    slope = jnp.tanh(0.5 * (g_b - g_a) + zb) / b
-    abs_zb = jnp.abs(zb)
-    return (
-        jnp.where(point, zb - abs_zb - log_2b, right),
-        jnp.where(point, -zb - abs_zb - log_2b, left),
-        jnp.where(point, -jnp.sign(z) / b, slope),
-    )
+    value = top + jnp.log1p(jnp.exp(-jnp.abs(gap))) - log_2b
+    slope = jnp.tanh(0.5 * gap) / b
+    point_value = jnp.where(right, zb, -zb) - jnp.abs(zb) - log_2b
+    return jnp.where(point, point_value, value), jnp.where(point, -jnp.sign(z) / b, slope)
 
 
 def laplace_log_ratio(y, m1, s1, m2, s2, b):
@@ -120,13 +119,11 @@ def laplace_log_ratio(y, m1, s1, m2, s2, b):
     r = L_1 − L_2 − (m1 − m2)/b: the ±y/b parts cancel analytically, so r is accurate to a few
     ulps of |R_1| + |R_2| + |m1 − m2|/b even where y/b is large.
     """
-    r1, l1, d1 = tail_normalized(y - m1, s1, b)
-    r2, l2, d2 = tail_normalized(y - m2, s2, b)
-    shift = (m1 - m2) / b
     right = y >= 0.5 * (m1 + m2)
-    ratio = jnp.where(right, r1 - r2 + shift, l1 - l2 - shift)
-    size = jnp.where(right, jnp.abs(r1) + jnp.abs(r2), jnp.abs(l1) + jnp.abs(l2)) + jnp.abs(shift)
-    return ratio, d1 - d2, size
+    t1, d1 = tail_normalized(y - m1, s1, b, right)
+    t2, d2 = tail_normalized(y - m2, s2, b, right)
+    shift = jnp.where(right, 1.0, -1.0) * (m1 - m2) / b
+    return t1 - t2 + shift, d1 - d2, jnp.abs(t1) + jnp.abs(t2) + jnp.abs(shift)
 
 
 def gauss_laplace(z, sigma, b):
