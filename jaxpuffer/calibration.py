@@ -9,17 +9,22 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
 1. **No noise needed.** If δ(0) ≤ δ (the priors' own hockey-stick, or Δμ = Δσ = 0 for the
    coupling levels) the answer is 0.
 2. **Bracket.** ``hi`` starts at a scale that is feasible in theory — Theorem 1's closed form for
-   Laplace noise (every level is ≤ L3), improved by b_pure of MATH.md §6 where it verifies — and
-   is *verified*; where it fails, or where no closed form exists (Gaussian noise), it doubles until
-   δ(hi) ≤ δ. ``lo = hi·2⁻⁴⁰`` is verified infeasible (else it is the answer).
-3. **Solve.** ``solver="optax"``: Newton steps on u = log b driving log δ(b) to log δ, passed
-   through an optax transform chain (a trust-region clip of 2 in log b) and kept inside the
-   bracket (bisection when a step leaves it, or, after 16 iterations, when the bracket has not
-   halved over the last 3); proposals alternate a hair above and below the Newton root so both ends
-   close in. ``solver="bisection"``: geometric bisection of the bracket
-   in ``lax`` loops. Every evaluation moves ``lo`` or ``hi``; both solvers stop when
-   hi/lo − 1 ≤ ``rtol`` and return ``hi``, whose δ was evaluated ≤ the target: the feasibility
-   guarantee holds by construction. ``converged`` says whether the bracket closed.
+   Laplace noise (every level is ≤ L3) — and is *verified*; where it fails, or where no closed
+   form exists (Gaussian noise), it doubles until δ(hi) ≤ δ. ``lo = hi·2⁻⁴⁰`` is verified
+   infeasible (else it is the answer). Exact level, Laplace noise, Gaussian priors: the first
+   point is just below b_pure of MATH.md §6, where δ vanishes (δ often reaches the target within
+   1e-4 of it).
+3. **Solve.** ``solver="optax"``: model steps in u = log b (:func:`_model_root`: a power law
+   log δ = c + k log(b_c − b) fitted to the last two slopes, Newton on log δ where none fits),
+   passed through an optax transform chain (a trust-region clip of 2 in log b) and kept inside
+   the bracket (halving or bisection when a step leaves it, or, from the 6th evaluation, when the
+   bracket has not halved over the last 3); proposals alternate a hair above and below the model's
+   root so both ends close in. ``solver="bisection"``: geometric bisection of the bracket in
+   ``lax`` loops. Every evaluation moves ``lo`` or ``hi``; both solvers stop when
+   hi/lo − 1 ≤ ``rtol`` and return ``hi`` — the very scale whose δ was evaluated ≤ the target:
+   the feasibility guarantee holds by construction. ``converged`` says whether the bracket
+   closed. Concrete inputs are searched in passes: pairs still open after a pass are compacted,
+   their state carried, so the batch stops paying for finished pairs.
 4. **Derivatives** of the result with respect to ε, δ and the prior parameters are implicit:
    db/dθ = −(∂δ/∂θ)/(∂δ/∂b) at the root (``jax.custom_jvp``), not through the loop.
 """
@@ -59,7 +64,7 @@ GAUSSIAN_NOISE_LEVELS = ("coupling", "exact")
 _ROUND_UP = 1.0 + 2.0**-49
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _MAX_DOUBLINGS = 80
-_PASSES = (6, 10, 16)  # evaluations after which the unfinished pairs are compacted into a smaller batch
+_PASSES = (4, 5, 8, 16)  # evaluations after which the unfinished pairs are compacted into a smaller batch
 _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket must shrink
 _BELOW_PURE = 1e-5  # exact level, Laplace noise: the first point is b_pure·(1 − this)
 
