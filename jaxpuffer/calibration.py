@@ -450,21 +450,33 @@ def _pad_take(arrays, idx: np.ndarray, size: int):
     return tuple(a[_pad_index(idx, size)] for a in arrays)
 
 
+def _pieces(m: int, n: int) -> list:
+    """Batch sizes that cover m unfinished pairs of a batch of n: n or 64·4^k (few compiled
+    shapes, so that a warm run compiles nothing), each piece padded at most 2x."""
+    sizes = sorted({n, *(64 * 4**k for k in range(12) if 64 * 4**k < n)})
+    out = []
+    while m > 0:
+        up = next(s for s in sizes if s >= m) if m <= n else n
+        size = up if up <= 2 * m or m < sizes[0] else max(s for s in sizes if s <= m)
+        out.append(size)
+        m -= size
+    return out
+
+
 def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
     """Search on concrete arrays, compacting as pairs finish: every pair runs ``_PASSES[0]``
-    evaluations, then the unfinished ones are gathered (state included) into batches padded to a
-    power of two and resumed up to the next pass limit, and so on up to ``max_iter``; the batch
-    does not keep paying for pairs that are done."""
+    evaluations, then the unfinished ones are gathered (state included) into smaller padded
+    batches (:func:`_pieces`) and resumed up to the next pass limit, and so on up to
+    ``max_iter``; the batch does not keep paying for pairs that are done."""
     n = params[0].shape[0]
     state = jax.tree_util.tree_map(np.array, _search_init_jit(cfg, params, eps, target, symmetric))
     live = np.arange(n)
     for limit in (*[p for p in _PASSES if p < max_iter], max_iter):
         live = live[~state.done[live] & (state.it[live] < max_iter)]
-        if not live.size:
-            break
-        size = _bucket(live.size, n)
-        for start in range(0, live.size, size):
+        start = 0
+        for size in _pieces(live.size, n):
             idx = live[start : start + size]
+            start += size
             sub = jax.tree_util.tree_map(lambda a: a[_pad_index(idx, size)], state)
             sub = _search_run_jit(cfg, _pad_take(params, idx, size), eps, target, limit, symmetric, sub)
             for field, value in zip(state, sub):
