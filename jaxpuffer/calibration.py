@@ -330,17 +330,12 @@ _search_init_jit = jax.jit(_search_init, static_argnums=0)
 _search_run_jit = jax.jit(_search_run, static_argnums=0)
 
 
-@partial(jax.jit, static_argnums=0)
-def _search_jit(cfg, params, eps, target, max_iter, symmetric):
-    """Per-pair smallest feasible scale; returns (b, converged, iterations). Flat 1-D inputs."""
-    state = _search_run(cfg, params, eps, target, max_iter, symmetric, _search_init(cfg, params, eps, target, symmetric))
-    return _search_result(state, cfg.rtol)
-
-
 @partial(jax.custom_jvp, nondiff_argnums=(0, 4, 5))
 def _root(cfg, params, eps, target, max_iter, symmetric):
-    """The per-pair calibrated scale; differentiable by the implicit function theorem."""
-    return _search_jit(cfg, params, eps, target, max_iter, symmetric)[0]
+    """The per-pair calibrated scale (one uncompacted search, the same compiled functions as the
+    concrete path); differentiable by the implicit function theorem."""
+    state = _search_init_jit(cfg, params, eps, target, symmetric)
+    return _search_result(_search_run_jit(cfg, params, eps, target, max_iter, symmetric, state), cfg.rtol)[0]
 
 
 @partial(jax.jit, static_argnums=0)
