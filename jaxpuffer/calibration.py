@@ -166,20 +166,17 @@ def _initial_bracket(cfg: _Config, params, eps, target):
     verifies them."""
     if cfg.family == "discrete":
         hi = jnp.maximum(_discrete_guess(cfg, params, eps, target) * _ROUND_UP, 1e-300)
-        return hi, hi, jnp.full(hi.shape, jnp.inf)
-    if cfg.family == "mixture":  # Theorem 2 in its valid (max) form, with the same plan (a first
+    elif cfg.family == "mixture":  # Theorem 2 in its valid (max) form, with the same plan (a first
         w, d_mu, d_sigma = params[:3]  # guess for Gaussian noise, which the search may double)
         cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target, "exact"))
         hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
-        return hi, hi, jnp.full(hi.shape, jnp.inf)
-    d_mu, s1, s2 = params
-    hi = theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * _ROUND_UP
-    hi = jnp.maximum(hi, 1e-300)
-    if cfg.noise == "laplace" and cfg.level == "exact":
-        b_pure = (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs(s1**2 - s2**2))) / (2.0 * eps)
-        near = b_pure * (1.0 - _BELOW_PURE)
-        pure = jnp.where(b_pure > 0, b_pure, jnp.inf)
-        return hi, jnp.where((near > 0) & (near < hi), near, hi), pure
+    else:
+        d_mu, s1, s2 = params
+        hi = jnp.maximum(theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * _ROUND_UP, 1e-300)
+        if cfg.noise == "laplace" and cfg.level == "exact":
+            b_pure = (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs(s1**2 - s2**2))) / (2.0 * eps)
+            near = b_pure * (1.0 - _BELOW_PURE)
+            return hi, jnp.where((near > 0) & (near < hi), near, hi), jnp.where(b_pure > 0, b_pure, jnp.inf)
     return hi, hi, jnp.full(hi.shape, jnp.inf)
 
 
@@ -285,8 +282,6 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, symmetric, state: _
         b_hi = jnp.where(live & feasible & (s.u <= s.log_hi), b, s.b_hi)
         closed = (log_hi - log_lo) <= log_tol
         mid = 0.5 * (log_lo + log_hi)
-        # no usable step: halve or double b, or bisect once the bracket is narrower than that
-        halve = jnp.where(feasible, jnp.maximum(mid, s.u - math.log(2.0)), jnp.minimum(mid, s.u + math.log(2.0)))
         points, zero_at, seen_zero, opt_state = s.points, s.zero_at, s.seen_zero, s.opt_state
         if newton:
             positive = live & (d > 0)
@@ -300,6 +295,8 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, symmetric, state: _
             # proposals alternate a hair above and below the model's root, so both ends close in
             proposal = optax.apply_updates(s.u, updates) + jnp.where(feasible, -0.25, 0.25) * log_tol
             inside = valid & (proposal > log_lo) & (proposal < log_hi)
+            # no usable step: halve or double b, or bisect once the bracket is narrower than that
+            halve = jnp.where(feasible, jnp.maximum(mid, s.u - math.log(2.0)), jnp.minimum(mid, s.u + math.log(2.0)))
             proposal = jnp.where(inside, proposal, halve)
         else:
             proposal = mid
@@ -474,9 +471,8 @@ def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
             start += size
             sub = jax.tree_util.tree_map(lambda a: a[_pad_index(idx, size)], state)
             sub = _search_run_jit(cfg, _pad_take(params, idx, size), eps, target, limit, symmetric, sub)
-            for field, value in zip(state, sub):
-                if isinstance(field, np.ndarray):
-                    field[idx] = np.asarray(value)[: idx.size]
+            for field, value in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(sub)):
+                field[idx] = np.asarray(value)[: idx.size]
     b, conv, iters = _search_result(state, cfg.rtol)
     return np.asarray(b), np.asarray(conv), np.asarray(iters)
 
