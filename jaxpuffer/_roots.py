@@ -15,41 +15,62 @@ GRID_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])
 
 
 def illinois(fun, a, c, fa, fc, steps):
-    """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi."""
+    """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi.
 
-    def step(_, state):
-        a, c, fa, fc, side = state
+    Each loop step ends with the evaluation of fun, whose only use in that step is the carried
+    state: XLA on CPU then fuses it into one kernel instead of writing out its intermediates
+    for several consumers (the same holds for :func:`newton_in_bracket`)."""
+
+    def propose(a, c, fa, fc):
         denom = jnp.where(fc != fa, fc - fa, 1.0)
         x = c - fc * (c - a) / denom
         x = jnp.where((x > jnp.minimum(a, c)) & (x < jnp.maximum(a, c)), x, 0.5 * (a + c))
-        fx = fun(x)
+        return x, fun(x)
+
+    def update(a, c, fa, fc, side, x, fx):
         same = jnp.sign(fx) == jnp.sign(fc)
         fa = jnp.where(same, jnp.where(side == 1, 0.5 * fa, fa), fc)
         a = jnp.where(same, a, c)
         return a, x, fa, fx, jnp.where(same, 1, -1)
 
-    a, c, fa, fc, _ = jax.lax.fori_loop(0, steps, step, (a, c, fa, fc, jnp.zeros(a.shape, int)))
+    def step(_, state):
+        bracket = update(*state)
+        return (*bracket, *propose(*bracket[:4]))
+
+    state = (a, c, fa, fc, jnp.zeros(a.shape, int), *propose(a, c, fa, fc))
+    a, c, fa, fc, _ = update(*jax.lax.fori_loop(0, steps - 1, step, state))
     return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
 
 
 def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
     """Root of f in [a, c] (sign change, f(a) = fa, f(c) = fc) by Newton steps kept inside the
-    bracket, starting from the regula-falsi point."""
+    bracket, starting from the regula-falsi point.
+
+    The loop carries f and f' of the current point packed as one complex array: XLA on CPU
+    fuses a computation into a single kernel only where it has one output, and otherwise
+    writes out every shared intermediate (here the erfcx and log terms) — about twice as slow.
+    """
     pos_left = fa > 0
     denom = jnp.where(fc != fa, fc - fa, 1.0)
     start = jnp.clip(a - fa * (c - a) / denom, jnp.minimum(a, c), jnp.maximum(a, c))
 
-    def step(_, state):
-        lo, hi, x = state
-        f, df = fun_and_slope(x)
+    def evaluate(x):
+        return jax.lax.complex(*fun_and_slope(x))
+
+    def update(lo, hi, x, f_df):
+        f, df = jnp.real(f_df), jnp.imag(f_df)
         right_of_root = (f > 0) != pos_left  # f has the sign of the right end
         lo, hi = jnp.where(right_of_root, lo, x), jnp.where(right_of_root, x, hi)
         x_new = x - f / jnp.where(df != 0, df, 1.0)
         ok = (df != 0) & (x_new >= lo) & (x_new <= hi)  # a converged step sits on an end
         return lo, hi, jnp.where(ok, x_new, 0.5 * (lo + hi))
 
-    _, _, x = jax.lax.fori_loop(0, steps, step, (a, c, start))
-    return x
+    def step(_, state):
+        lo, hi, x = update(*state)
+        return lo, hi, x, evaluate(x)
+
+    state = jax.lax.fori_loop(0, steps - 1, step, (a, c, start, evaluate(start)))
+    return update(*state)[2]
 
 
 def merge_sorted(a, c):
@@ -73,6 +94,11 @@ def merge_sorted(a, c):
 
 
 def first_true(mask, count):
-    """Indices of the first ``count`` True entries of a 1-D mask, and which of them exist."""
-    idx = jnp.nonzero(mask, size=count, fill_value=0)[0]
-    return idx, jnp.arange(count) < jnp.sum(mask)
+    """Indices of the first ``count`` True entries along the last axis of a mask, and which of
+    them exist (0 where not). The (k+1)-th True sits where the running count first exceeds k,
+    i.e. at the number of positions whose running count is ≤ k: one cumulative sum and ``count``
+    elementwise reductions, no scatter (``jnp.nonzero`` under ``vmap`` is several times slower)."""
+    rank = jnp.cumsum(mask, axis=-1, dtype=jnp.int32)
+    idx = jnp.sum(rank[..., None, :] <= jnp.arange(count, dtype=jnp.int32)[:, None], axis=-1, dtype=jnp.int32)
+    ok = idx < mask.shape[-1]
+    return jnp.where(ok, idx, 0), ok

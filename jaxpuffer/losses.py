@@ -147,7 +147,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     def ratio(x):  # log p1 − log p2, its slope, and the size of the terms behind it
         return laplace_log_ratio(x, m1_, s1_, m2_, s2_, b_)
 
-    r, dr, size = ratio(y)
+    r, dr, size = laplace_log_ratio(y, m1_, s1_, m2_, s2_, b_, separate=True)
     signs = jnp.array([1.0, -1.0])  # order 1→2: f = r − ε; order 2→1: f = −r − ε
     f = signs[:, None] * r[None, :] - eps_
     df = signs[:, None] * dr[None, :]
@@ -159,13 +159,13 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 
     # crossings on the grid, and hidden peaks (slope + → − inside a cell whose ends are ≤ 0)
-    cross_idx, cross_ok = jax.vmap(lambda m: first_true(m, _ROOTS))(pos[:, :-1] != pos[:, 1:])
+    cross_idx, cross_ok = first_true(pos[:, :-1] != pos[:, 1:], _ROOTS)
     # a peak candidate: the slope turns from + to − (beyond rounding noise, which flips its sign
     # where r is flat in the tails), both ends ≤ 0, and |r'| ≤ 2/b lets the cell's max exceed 0
     slope_floor = 1e-9 / b_
     reach = 0.5 * (f[:, :-1] + f[:, 1:] + 2.0 * (y[1:] - y[:-1]) / b_)
     peak_cells = (df[:, :-1] > slope_floor) & (df[:, 1:] < -slope_floor) & ~pos[:, :-1] & ~pos[:, 1:] & (reach > 0)
-    peak_idx, peak_ok = jax.vmap(lambda m: first_true(m, _PEAKS))(peak_cells)
+    peak_idx, peak_ok = first_true(peak_cells, _PEAKS)
     n_cross = jnp.sum(pos[:, :-1] != pos[:, 1:], axis=1)
     resolved = (n_cross <= _ROOTS) & (jnp.sum(peak_cells, axis=1) <= _PEAKS)
 
