@@ -1,0 +1,71 @@
+"""The numerical kernels under the exact evaluator against independent references (mpmath, numpy,
+scipy): the Gaussian ⊛ Laplace log-density ratio, log(1 − t), and the vectorized root finders."""
+import jax.numpy as jnp
+import mpmath as mp
+import numpy as np
+import scipy.optimize
+from _reference import _mp_parts
+
+from jaxpuffer import _roots, noise
+
+EPS64 = np.finfo(np.float64).eps
+
+
+def test_log1m_matches_mpmath_to_a_few_ulps():
+    # XLA's log1p errs by up to ~120 ulps on [−0.5, −0.3]; _log1m must not (MATH.md §6 terms)
+    t = np.concatenate([np.linspace(0.0, 0.5, 4001), np.geomspace(1e-300, 0.5, 2000)])
+    got = np.asarray(noise._log1m(jnp.asarray(t)))
+    with mp.workdps(40):
+        ref = np.array([float(mp.log1p(-mp.mpf(x))) for x in t])
+    assert got[0] == 0.0 and ref[0] == 0.0
+    assert np.max(np.abs(got[1:] - ref[1:]) / np.abs(ref[1:])) <= 4 * EPS64
+
+
+def test_log_ratio_matches_mpmath_and_its_separate_form():
+    rng = np.random.default_rng(3)
+    rows = []
+    for _ in range(40):
+        m1, m2 = rng.normal(0, 2, 2)
+        s1, s2 = rng.uniform(0.05, 3, 2) * (rng.random(2) > 0.1)  # some point masses
+        b = rng.uniform(0.2, 4)
+        y = np.concatenate([rng.normal(0, 3, 6), m1 + b * rng.uniform(-40, 40, 2)])
+        rows.append((y, m1, s1, m2, s2, b))
+    for y, m1, s1, m2, s2, b in rows:
+        r, dr, size = (np.asarray(v) for v in noise.laplace_log_ratio(jnp.asarray(y), m1, s1, m2, s2, b))
+        r_sep, dr_sep, size_sep = (np.asarray(v) for v in noise.laplace_log_ratio(jnp.asarray(y), m1, s1, m2, s2, b, separate=True))
+        # the two forms run the same arithmetic; only fusion (fma) rounding may differ
+        assert np.all(np.abs(r_sep - r) <= 8 * EPS64 * size)
+        assert np.all(np.abs(dr_sep - dr) <= 8 * EPS64 * (np.abs(dr) + 2.0 / b))
+        assert np.allclose(size_sep, size, rtol=1e-14)
+        with mp.workdps(40):
+            ref = [float(mp.log(_mp_parts(x, m1, s1, b)[0]) - mp.log(_mp_parts(x, m2, s2, b)[0])) for x in y]
+            h = mp.mpf(2) ** -30
+            slope = [float((mp.log(_mp_parts(mp.mpf(x) + h, m1, s1, b)[0] / _mp_parts(mp.mpf(x) + h, m2, s2, b)[0])
+                            - mp.log(_mp_parts(mp.mpf(x) - h, m1, s1, b)[0] / _mp_parts(mp.mpf(x) - h, m2, s2, b)[0])) / (2 * h)) for x in y]
+        # r to a few ulps of the terms it is formed from (the premise of the sign floor)
+        assert np.all(np.abs(r - ref) <= 8 * EPS64 * size), (y, m1, s1, m2, s2, b)
+        assert np.allclose(dr, slope, rtol=1e-9, atol=1e-9 / b)
+
+
+def test_first_true_matches_nonzero():
+    rng = np.random.default_rng(4)
+    for density in (0.02, 0.2, 0.7):
+        mask = rng.random((50, 2, 73)) < density
+        for count in (1, 4):
+            idx, ok = (np.asarray(v) for v in _roots.first_true(jnp.asarray(mask), count))
+            for row in np.ndindex(mask.shape[:-1]):
+                true = np.nonzero(mask[row])[0][:count]
+                assert np.array_equal(ok[row], np.arange(count) < true.size)
+                assert np.array_equal(idx[row][: true.size], true) and np.all(idx[row][true.size :] == 0)
+
+
+def test_bracketed_root_finders_match_brentq():
+    # f(x) = x³ − c on brackets around the root; the slope's root of g(x) = −(x − c)² + x/10
+    c = np.array([0.3, 2.0, 7.5, 11.0])
+    a, hi = np.zeros(4), np.full(4, 3.0)
+    roots = np.asarray(_roots.newton_in_bracket(lambda x: (x**3 - c, 3 * x**2), jnp.asarray(a), jnp.asarray(hi), -c, 27.0 - c, 8))
+    ref = [scipy.optimize.brentq(lambda x, ci=ci: x**3 - ci, 0.0, 3.0, xtol=1e-15) for ci in c]
+    assert np.allclose(roots, ref, rtol=1e-13)
+    centre = jnp.asarray(c)
+    peak = np.asarray(_roots.illinois(lambda x: -2 * (x - centre) + 0.1, centre - 1.0, centre + 2.0, jnp.full(4, 2.1), jnp.full(4, -3.9), 16))
+    assert np.allclose(peak, c + 0.05, rtol=1e-13)
