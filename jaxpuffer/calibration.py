@@ -290,9 +290,12 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, symmetric, state: _
             positive = live & (d > 0)
             new = jnp.stack([b, jnp.log(jnp.where(positive, d, 1.0)), dd / jnp.where(positive, d, 1.0)], axis=-1)
             points = jnp.where(positive[:, None, None], jnp.stack([new, points[:, 0]], axis=1), points)
+            # δ > 0 at or beyond zero_at disproves it (b_pure is where the tails stop adding to δ,
+            # but a bump of the log-ratio above ε in the core can outlive it, e.g. for small ε)
+            disproved = positive & (b >= zero_at)
             vanished = live & (d == 0)
-            zero_at = jnp.where(vanished, jnp.minimum(zero_at, b), zero_at)
-            seen_zero = seen_zero | vanished
+            zero_at = jnp.where(vanished, jnp.minimum(zero_at, b), jnp.where(disproved, jnp.inf, zero_at))
+            seen_zero = (seen_zero & ~disproved) | vanished
             target_u, valid = _model_root(points, zero_at, seen_zero, log_target)
             updates, opt_state = _TRANSFORM.update(s.u - target_u, opt_state)
             # proposals alternate a hair above and below the model's root, so both ends close in
