@@ -15,7 +15,8 @@ GRID_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])
 
 
 def illinois(fun, a, c, fa, fc, steps):
-    """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi.
+    """Root of fun in each bracket [a, c] (fa, fc of opposite signs); Illinois regula falsi with
+    ``steps`` ≥ 1 evaluations of fun.
 
     Each loop step ends with the evaluation of fun, whose only use in that step is the carried
     state: XLA on CPU then fuses it into one kernel instead of writing out its intermediates
@@ -44,7 +45,7 @@ def illinois(fun, a, c, fa, fc, steps):
 
 def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
     """Root of f in [a, c] (sign change, f(a) = fa, f(c) = fc) by Newton steps kept inside the
-    bracket, starting from the regula-falsi point.
+    bracket, starting from the regula-falsi point; ``steps`` ≥ 1 evaluations of f.
 
     The loop carries f and f' of the current point packed as one complex array: XLA on CPU
     fuses a computation into a single kernel only where it has one output, and otherwise
