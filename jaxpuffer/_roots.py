@@ -43,9 +43,39 @@ def illinois(fun, a, c, fa, fc, steps):
     return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
 
 
-def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
+def parabola_start(vertex, f_vertex, end, f_end):
+    """The zero of the parabola with its vertex at (vertex, f_vertex) through (end, f_end) (signs
+    opposite): the first point for a flank of an excursion, exact for a near-tangent peak, where
+    regula falsi would start next to the vertex (f' ≈ 0 there) and Newton creep by halving."""
+    ratio = f_vertex / jnp.where(f_vertex != f_end, f_vertex - f_end, 1.0)
+    return vertex + (end - vertex) * jnp.sqrt(jnp.clip(ratio, 0.0, 1.0))
+
+
+def quadratic_start(a, fa, dfa, c, fc):
+    """A first point for Newton in a bracket [a, c] (fa, fc of opposite signs) whose end ``a`` may
+    sit at a near-tangent extremum: the zero inside the bracket of the quadratic with value and
+    slope of f at ``a`` through (c, fc). With f'(a) = 0 it is :func:`parabola_start`, with no
+    curvature a Newton step from ``a``; regula falsi would start next to ``a`` where f' ≈ 0.
+    Falls back to regula falsi where the quadratic gives no point inside."""
+    span = jnp.abs(c - a)
+    d = jnp.sign(c - a)
+    g1 = dfa * d  # slope along the bracket, in τ = |x − a|
+    span_ = jnp.where(span > 0, span, 1.0)
+    k = (fc - fa - g1 * span) / span_**2
+    disc = jnp.maximum(g1**2 - 4.0 * k * fa, 0.0)
+    q = -0.5 * (g1 + jnp.where(g1 >= 0, 1.0, -1.0) * jnp.sqrt(disc))
+    t1 = q / jnp.where(k != 0, k, 1.0)
+    t2 = fa / jnp.where(q != 0, q, 1.0)
+    inside = lambda t: jnp.isfinite(t) & (t > 0) & (t < span)  # noqa: E731
+    t = jnp.where(inside(t2), t2, jnp.where(inside(t1) & (k != 0), t1, jnp.nan))
+    secant = a - fa * (c - a) / jnp.where(fc != fa, fc - fa, 1.0)
+    return jnp.where(jnp.isfinite(t), a + d * t, secant)
+
+
+def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps, start=None):
     """Root of f in [a, c] (sign change, f(a) = fa, f(c) = fc) by Newton steps kept inside the
-    bracket, starting from the regula-falsi point; ``steps`` ≥ 1 evaluations of f.
+    bracket, starting from ``start`` (default: the regula-falsi point); ``steps`` ≥ 1
+    evaluations of f.
 
     The loop carries f and f' of the current point packed as one complex array: XLA on CPU
     fuses a computation into a single kernel only where it has one output, and otherwise
@@ -53,7 +83,8 @@ def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps):
     """
     pos_left = fa > 0
     denom = jnp.where(fc != fa, fc - fa, 1.0)
-    start = jnp.clip(a - fa * (c - a) / denom, jnp.minimum(a, c), jnp.maximum(a, c))
+    start = a - fa * (c - a) / denom if start is None else start
+    start = jnp.clip(start, jnp.minimum(a, c), jnp.maximum(a, c))
 
     def evaluate(x):
         return jax.lax.complex(*fun_and_slope(x))

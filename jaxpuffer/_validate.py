@@ -4,6 +4,16 @@ Every public function converts its numeric inputs with :func:`float_array` and c
 *outside* of tracing: when a value is a JAX tracer (inside ``jit``, ``vmap`` or ``grad``) its
 contents are unknown and the checks are skipped, so the same functions stay transformable.
 Each failure is a ``ValueError`` whose message starts with the argument's name.
+
+**The certified range.** Prior locations (means, atoms) satisfy |x| ≤ 1e50 and scales (stds) are 0
+or in [1e-50, 1e50], ε ≤ 100: then squares, products of four such numbers and their quotients stay
+inside float64 (1e±200 at most), which is what the closed forms and evaluators form (Δμ², σ²,
+σ_i²σ_j², b², (Δμ/σ)²), and a calibrated scale is at most 1e60. Outside it a result could overflow or underflow into a plausible number
+("no noise needed" where δ ≈ 1), so it is refused with a ``ValueError`` naming the quantity.
+
+**Under tracing** (``jit``, ``vmap``, ``grad``) nothing can be refused; the ``*_ok`` predicates
+here are traceable, and the public entry points turn a result computed from invalid inputs into
+NaN — an unusable answer, never a plausible finite one.
 """
 
 from __future__ import annotations
@@ -50,6 +60,32 @@ def _check(name: str, arr, ok, requirement: str) -> None:
             raise ValueError(f"{name} must be {requirement}; got {np.ravel(bad)[0].item()!r}")
 
 
+LOCATION_MAX = 1e50
+SCALE_MIN, SCALE_MAX = 1e-50, 1e50
+EPS_MAX = 100.0
+RESULT_MAX = 1e60  # a calibrated scale beyond this is refused (b² times σ² stays below 1e220)
+
+
+def location(name: str, arr) -> None:
+    """|arr| ≤ 1e50 (the certified range of locations: means, atoms)."""
+    _check(name, arr, location_ok, "within the certified range |x| <= 1e50 (squares of larger values overflow float64)")
+
+
+def scale(name: str, arr) -> None:
+    """arr = 0 or 1e-50 ≤ arr ≤ 1e50 (the certified range of scales: stds)."""
+    _check(name, arr, scale_ok, "0 or within the certified range [1e-50, 1e50] (products of four such values must stay finite in float64)")
+
+
+def location_ok(arr):
+    """Traceable: finite and within the certified range of locations."""
+    return (arr >= -LOCATION_MAX) & (arr <= LOCATION_MAX)
+
+
+def scale_ok(arr):
+    """Traceable: 0, or within the certified range of scales (NaN and negatives are not)."""
+    return (arr == 0) | ((arr >= SCALE_MIN) & (arr <= SCALE_MAX))
+
+
 def nonnegative(name: str, arr) -> None:
     _check(name, arr, lambda a: a >= 0, ">= 0")
 
@@ -66,7 +102,18 @@ def epsilon(eps) -> jax.Array:
     """The privacy parameter ε: finite and > 0."""
     arr = float_array("eps", eps)
     positive("eps", arr)
+    _check("eps", arr, lambda a: a <= EPS_MAX, f"<= {EPS_MAX:g} (the certified range: e^eps must not overflow the masses it multiplies)")
     return arr
+
+
+def eps_ok(eps):
+    """Traceable: 0 < ε ≤ 100."""
+    return (eps > 0) & (eps <= EPS_MAX)
+
+
+def delta_ok(delta_, floor: float = 0.0):
+    """Traceable: floor ≤ δ < 1 and δ > 0."""
+    return (delta_ > 0) & (delta_ >= floor) & (delta_ < 1)
 
 
 def delta(delta_, name: str = "delta") -> jax.Array:
@@ -92,11 +139,25 @@ def broadcast_shapes(**named_shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def probability_vector(name: str, arr) -> jax.Array:
-    """Non-negative entries summing to 1 within 1e-9 along the last axis, renormalised exactly."""
+    """Non-negative entries summing to 1 within 1e-9 along the last axis, renormalised exactly.
+    Traced: a row that is not such a vector becomes NaN (it cannot be refused)."""
     nonnegative(name, arr)
+    total = jnp.sum(arr, axis=-1, keepdims=True)
     if is_concrete(arr):
-        total = np.sum(np.asarray(arr), axis=-1)
-        off = np.abs(total - 1.0) > 1e-9
+        host = np.asarray(total)[..., 0]
+        off = np.abs(host - 1.0) > 1e-9
         if np.any(off):
-            raise ValueError(f"{name} must sum to 1 along the last axis (within 1e-9); got a sum of {total[off].ravel()[0]!r}")
-    return arr / jnp.sum(arr, axis=-1, keepdims=True)
+            raise ValueError(f"{name} must sum to 1 along the last axis (within 1e-9); got a sum of {host[off].ravel()[0]!r}")
+        return arr / total
+    ok = probability_ok(arr)[..., None]
+    return jnp.where(ok, arr / jnp.where(ok, total, 1.0), jnp.nan)
+
+
+def probability_ok(arr):
+    """Traceable, per row of the last axis: entries ≥ 0 summing to 1 within 1e-9."""
+    return jnp.all(arr >= 0, axis=-1) & (jnp.abs(jnp.sum(arr, axis=-1) - 1.0) <= 1e-9)
+
+
+def poison(ok, arr):
+    """``arr`` where ``ok``, NaN elsewhere: invalid traced inputs give an unusable result."""
+    return jnp.where(ok, arr, jnp.nan)

@@ -70,6 +70,10 @@ _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket
 # 4096 random pairs at (ε, δ) = (1, 1e-6), (1, 1e-3), (1, 1e-10), (0.3, 1e-6), (3, 1e-6):
 # 1e-5: 4.44 5.49 3.96 6.11 5.21; 3e-4: 4.10 5.15 4.13 6.17 4.85; 1e-3: 4.81 5.04 4.22 6.36 4.89.
 _BELOW_PURE = 3e-4
+# The smallest target the exact evaluators certify (issue 17): their grids reach 13 prior stds
+# beyond every component (Gaussian tail mass 6e-39), and an adversarial audit found the exact
+# level clean down to 1e-30 and wrong below 1e-36 (a far-tail crossing is never searched).
+DELTA_FLOOR = 1e-30
 
 
 class Calibration(NamedTuple):
@@ -576,6 +580,12 @@ def calibrate(
     delta = _validate.delta(delta)
     if eps.ndim or delta.ndim:
         raise ValueError("eps and delta must be scalars for calibrate; use jaxpuffer.bounds for arrays")
+    floor = DELTA_FLOOR if level == "exact" else 0.0
+    if _validate.is_concrete(delta) and float(delta) < floor:
+        raise ValueError(
+            f"delta must be >= {DELTA_FLOOR:g} at level 'exact' (the smallest δ its evaluators certify); got {float(delta)!r}. "
+            "Use level 'coupling' or 'theorem' (closed forms valid at any δ) for smaller targets."
+        )
     shape = pairs.batch_shape
     if discrete:
         n = pairs.first.num_atoms
@@ -606,6 +616,15 @@ def calibrate(
             )
         scale = jnp.max(per_pair)
         solver_name = solver
+    # under a transformation invalid inputs cannot be refused: their answer is NaN, never a number
+    valid = (pairs.first.ok() & pairs.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor)
+    per_pair = _validate.poison(valid, per_pair)
+    scale = _validate.poison(jnp.all(valid), scale)
+    if _validate.is_concrete(scale) and not float(scale) <= _validate.RESULT_MAX:
+        raise ValueError(
+            f"the calibrated scale {float(scale)!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
+            "eps is too small for these priors"
+        )
     per_pair = per_pair.reshape(shape)
     if all(_validate.is_concrete(v) for v in (scale, *params, eps)):
         achieved = _max_exact_delta(family, params, scale, eps, noise, pairs.symmetric)

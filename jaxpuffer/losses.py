@@ -18,10 +18,13 @@ priors (μ_k + σ_k·t, |t| ≤ 13, and μ_k + b·t, |t| ≤ 48, beyond which bo
 exponentials with the same rate, so r is constant to ~1e-20), with r and its slope computed in
 tail-normalized form (no cancellation of the ±y/b terms), then refined:
   * each sign change of r on the grid (up to ``_ROOTS`` per order) by Newton steps kept inside
-    its bracket;
+    its bracket, from the zero of a quadratic with value and slope at the end nearer 0 (a grid
+    point can sit on a near-tangent peak of r, where regula falsi's start stalls Newton);
   * each hidden peak — the slope turning from + to − inside a cell whose ends are ≤ 0, which the
     bound |r'| ≤ 2/b allows to rise above 0 — by an Illinois search for the root of the slope,
-    and, where the peak is above 0, its two crossings.
+    and, where the peak is above 0, its two crossings, Newton starting from the zero of the
+    parabola with its vertex at the peak (issue 17: near-tangent slivers at small ε, δ ~1e-13,
+    were under-measured up to 16x with regula-falsi starts).
 Where more crossings or peaks are found than the fixed budget, that order's δ is the L1 coupling
 bound instead (≥ δ). Signs within a rounding-noise floor count as non-positive and raise δ by the
 floor, and δ is rounded up by a bound on the rounding error of its CDF differences: the value
@@ -45,7 +48,7 @@ from jax.scipy.special import ndtr
 
 from . import _validate
 from .bounds import _gaussian_pairs
-from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, newton_in_bracket
+from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, newton_in_bracket, parabola_start, quadratic_start
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass
 from .losses_discrete import discrete_delta, discrete_probabilistic
@@ -195,7 +198,14 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
         value, slope, _ = ratio(x)
         return sgn * value - eps_, sgn * slope
 
-    roots = newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS)
+    # first points: a quadratic from the end nearer 0 for grid crossings (:func:`quadratic_start`:
+    # a grid point can sit on a near-tangent peak), the vertex parabola for the flanks of a hidden
+    # peak (from regula falsi's start such flanks are out of 8 Newton steps' reach)
+    dfa_c = df[jnp.arange(2)[:, None], cross_idx].reshape(-1)
+    dfc_c = df[jnp.arange(2)[:, None], cross_idx + 1].reshape(-1)
+    secant = jnp.where(jnp.abs(fa_c) <= jnp.abs(fc_c), quadratic_start(ca, fa_c, dfa_c, cc, fc_c), quadratic_start(cc, fc_c, dfc_c, ca, fa_c))
+    start = jnp.concatenate([secant, parabola_start(peak_at, peak_val, pa, fa_left), parabola_start(peak_at, peak_val, pc, fc_right)])
+    roots = newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS, start)
     used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
     roots = jax.lax.stop_gradient(jnp.where(used & jnp.isfinite(roots), roots, y[0]))
     cross = roots[: 2 * _ROOTS].reshape(2, _ROOTS)

@@ -15,14 +15,42 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
-from .noise import log_mills, shift_agm
+from .noise import log_mills, log_ndtr_accurate, shift_agm
+
+_EPS64 = float(np.finfo(np.float64).eps)
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+def log_mills_drop(u, v):
+    """An upper bound on M(u) − M(u − v) ≥ 0 (v ≥ 0), M(x) = log Φ(x) + x²/2, that cannot cancel.
+
+    Forming M(u − v) and M(u) separately loses everything when u is large (both ≈ u²/2: two stds
+    that differ by an ulp made the coupling bound 0 where δ was 0.4, issue 17). Instead, with
+    x = u − v:  x ≥ 0: v(u − v/2) + log Φ(u) − log Φ(x);  x < 0 ≤ u: u²/2 + log Φ(u) − M(x);
+    u < 0: M(u) − M(x) (erfcx forms, no x² terms). Each is raised by 32 ulps of the terms it adds
+    (their rounding), and capped by the convexity bound v M'(u), M'(u) = u + φ(u)/Φ(u) (M is
+    convex: 0 < M'' < 1), which is exact to first order for small v and accurate for u ≥ −1.
+    """
+    x = u - v
+    log_u, log_x = log_ndtr(u), log_ndtr(x)
+    m_u, m_x = log_mills(u), log_mills(x)
+    kink = v * (u - 0.5 * v)
+    drop = jnp.where(x >= 0, kink + log_u - log_x, jnp.where(u >= 0, 0.5 * u**2 + log_u - m_x, m_u - m_x))
+    size = jnp.where(x >= 0, jnp.abs(kink) + jnp.abs(log_u) + jnp.abs(log_x), jnp.where(u >= 0, 0.5 * u**2 + jnp.abs(log_u), jnp.abs(m_u)) + jnp.abs(m_x))
+    raised = drop + 32.0 * _EPS64 * (size + 1.0)
+    u_ok = jnp.where(u >= -1.0, u, 0.0)
+    slope = u_ok + jnp.exp(-0.5 * u_ok**2 - _LOG_SQRT_2PI - log_ndtr(u_ok))
+    first_order = jnp.where(u >= -1.0, v * slope * (1.0 + 1e-13), jnp.inf)
+    return jnp.maximum(jnp.minimum(raised, first_order), 0.0)
 
 
 def coupling_laplace_closed(d_mu, d_sigma, b, eps):
     """L1, (35) in closed form: Σ over the two tails of E[(1 − e^{ε − |W|/b}); ±W > εb].
 
-    Each tail is Φ(u) − e^{T(u, v)} = −Φ(u) expm1(M(u − v) − M(u)), u = (±Δμ − εb)/|Δσ|,
-    v = |Δσ|/b (MATH.md §6 with the exponentials folded into T, no overflow or cancellation).
+    Each tail is Φ(u) − e^{T(u, v)} = Φ(u) (1 − e^{−(M(u) − M(u − v))}), u = (±Δμ − εb)/|Δσ|,
+    v = |Δσ|/b (MATH.md §6 with the exponentials folded into T), with the drop M(u) − M(u − v)
+    bounded above without cancellation (:func:`log_mills_drop`) and the product rounded up, so
+    the bound stays an upper bound for std differences down to one ulp.
     """
     s = jnp.abs(d_sigma)
     has_s = s > 0
@@ -31,7 +59,8 @@ def coupling_laplace_closed(d_mu, d_sigma, b, eps):
 
     def tail(m):
         u = (m - eps * b) / s_safe
-        return -jnp.exp(log_ndtr(u)) * jnp.expm1(log_mills(u - v) - log_mills(u))
+        # log Φ(u) is accurate to a few ulps of 1 + min(u, 0)²/2: raised by 8
+        return jnp.exp(log_ndtr_accurate(u) + 8.0 * _EPS64 * (1.0 + 0.5 * jnp.minimum(u, 0.0) ** 2)) * -jnp.expm1(-log_mills_drop(u, v))
 
     smooth = tail(d_mu) + tail(-d_mu)
     point = jnp.maximum(-jnp.expm1(eps - jnp.abs(d_mu) / b), 0.0)

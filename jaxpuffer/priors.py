@@ -2,8 +2,10 @@
 
 Priors are immutable JAX pytrees with an arbitrary batch shape, so a whole set of secrets (or of
 adversaries) is one object that ``jit``, ``vmap`` and ``grad`` pass through. Construction
-validates concrete inputs eagerly (finite values, std ≥ 0, broadcastable shapes); JAX's own
-unflattening bypasses validation, so tracers and vmap placeholders flow freely.
+validates concrete inputs eagerly (finite values, std ≥ 0, broadcastable shapes, the certified
+range of :mod:`jaxpuffer._validate`); JAX's own unflattening bypasses validation, so tracers and
+vmap placeholders flow freely, and ``ok()`` answers — traceably, per batch element — whether the
+values are valid, so that a transformed calibration can return NaN instead of a number.
 
 MATH.md §2: Gaussian X | s ~ N(μ, σ²), σ = 0 being a point mass (the differential-privacy case);
 Discrete, a pmf on a finite sorted alphabet (Kantorovich paper); GaussianMixture Σ_m α_m N(μ_m, σ_m²).
@@ -66,6 +68,8 @@ class Gaussian(_Prior):
         mean = _validate.float_array("mean", mean)
         std = _validate.float_array("std", std)
         _validate.nonnegative("std", std)
+        _validate.location("mean", mean)
+        _validate.scale("std", std)
         shape = _validate.broadcast_shapes(mean=mean.shape, std=std.shape)
         self._set(mean=jnp.broadcast_to(mean, shape), std=jnp.broadcast_to(std, shape))
 
@@ -76,6 +80,10 @@ class Gaussian(_Prior):
     @property
     def variance(self) -> jax.Array:
         return self.std**2
+
+    def ok(self) -> jax.Array:
+        """Per batch element (traceable): mean and std finite and in the certified range, std ≥ 0."""
+        return _validate.location_ok(self.mean) & _validate.scale_ok(self.std)
 
     def broadcast_to(self, shape) -> "Gaussian":
         return self._map(lambda a: jnp.broadcast_to(a, tuple(shape)))
@@ -144,8 +152,15 @@ class Discrete(_TrailingAxisPrior):
             raise ValueError("support must hold at least one point")
         if _validate.is_concrete(support) and np.any(np.diff(np.asarray(support), axis=-1) < 0):
             raise ValueError("support must be sorted in non-decreasing order along its last axis")
+        _validate.location("support", support)
         probs = _validate.probability_vector("probs", probs)
         self._set(support=jnp.broadcast_to(support, shape), probs=jnp.broadcast_to(probs, shape))
+
+    def ok(self) -> jax.Array:
+        """Per batch element (traceable): atoms finite, in the certified range and sorted; probs a
+        probability vector."""
+        sorted_ = jnp.all(jnp.diff(self.support, axis=-1) >= 0, axis=-1)
+        return jnp.all(_validate.location_ok(self.support), axis=-1) & sorted_ & _validate.probability_ok(self.probs)
 
     @property
     def num_atoms(self) -> int:
@@ -202,6 +217,8 @@ class GaussianMixture(_TrailingAxisPrior):
             raise ValueError("weights, means and stds need a component axis (last axis)")
         shape = _validate.broadcast_shapes(weights=weights.shape, means=means.shape, stds=stds.shape)
         _validate.nonnegative("stds", stds)
+        _validate.location("means", means)
+        _validate.scale("stds", stds)
         weights = _validate.probability_vector("weights", jnp.broadcast_to(weights, shape))
         self._set(weights=weights, means=jnp.broadcast_to(means, shape), stds=jnp.broadcast_to(stds, shape))
 
@@ -209,6 +226,12 @@ class GaussianMixture(_TrailingAxisPrior):
     def from_gaussian(cls, prior: Gaussian) -> "GaussianMixture":
         """The one-component mixture of a Gaussian prior."""
         return cls.tree_unflatten(None, (jnp.ones(prior.batch_shape + (1,)), prior.mean[..., None], prior.std[..., None]))
+
+    def ok(self) -> jax.Array:
+        """Per batch element (traceable): means and stds in the certified range, stds ≥ 0, weights a
+        probability vector."""
+        comps = _validate.location_ok(self.means) & _validate.scale_ok(self.stds)
+        return jnp.all(comps, axis=-1) & _validate.probability_ok(self.weights)
 
     @property
     def num_components(self) -> int:

@@ -1,0 +1,94 @@
+"""The adversarial soundness harness: ``python -m tests.adversarial --budget 30m``.
+
+Draws random and extreme pair sets of every family (:mod:`tests.adversarial.generators`), ε
+log-uniform in [1e-3, 20] and δ log-uniform from the exact level's floor (1e-30) to 0.99, calibrates
+them with ``calibrate(level="exact")`` for Laplace and Gaussian noise, and checks every per-pair
+answer b with the independent reference (:mod:`tests.adversarial.reference`):
+
+* **violation**: reference δ(b) > target·(1 + 1e-9) (b = 0: the priors' own δ);
+* **tight**: reference δ(b·(1 − 1e-4)) > target (b > 0).
+
+Prints the counts, the worst ratio δ(b)/target and the tightness, and each violation as a
+reproducer; exits 1 if any violation was found. ``--workers N`` checks in N processes.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import multiprocessing as mp
+import os
+import sys
+import time
+
+import numpy as np
+
+from .reference import check as _check
+
+TOL = 1e-9
+
+
+def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=("laplace", "gaussian"), out=sys.stdout):
+    import jaxpuffer as jp
+    from .generators import FAMILIES
+
+    rng = np.random.default_rng(seed)
+    stats = {"checks": 0, "violations": 0, "worst": 0.0, "tight": 0, "positive": 0, "zero": 0, "unconverged": 0}
+    bad = []
+    t0 = time.time()
+    pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) if workers > 1 else None
+    while True:  # at least one round
+        for family in families:
+            for noise in noises:
+                eps = float(np.exp(rng.uniform(np.log(1e-3), np.log(20))))
+                target = float(np.exp(rng.uniform(np.log(1e-30), np.log(0.99))))
+                pairs, ref = FAMILIES[family](rng, batch)
+                res = jp.calibrate(pairs, eps, target, level="exact", noise=noise)
+                b = np.asarray(res.per_pair).reshape(-1)
+                stats["unconverged"] += 0 if res.converged else 1
+                jobs = [(f, s, float(bi), eps, target, noise) for (f, s), bi in zip(ref, b)]
+                results = list(pool.map(_check, jobs, chunksize=4)) if pool else list(map(_check, jobs))
+                for job, (ratio, tight) in zip(jobs, results):
+                    stats["checks"] += 1
+                    stats["worst"] = max(stats["worst"], ratio)
+                    if ratio > 1 + TOL:
+                        stats["violations"] += 1
+                        bad.append((family, noise, ratio, job))
+                    if tight is None:
+                        stats["zero"] += 1
+                    else:
+                        stats["positive"] += 1
+                        stats["tight"] += bool(tight)
+        print(f"[{time.time() - t0:7.1f} s] {stats}", file=out, flush=True)
+        if time.time() - t0 >= budget_s:
+            break
+    if pool:
+        pool.shutdown()
+    tight_frac = stats["tight"] / max(stats["positive"], 1)
+    print(f"checks {stats['checks']}, violations {stats['violations']}, worst δ/target {stats['worst']:.6g}, "
+          f"tight {stats['tight']}/{stats['positive']} ({100 * tight_frac:.2f}%), zero answers {stats['zero']}, "
+          f"calls not converged {stats['unconverged']}", file=out)
+    for family, noise, ratio, (first, second, b, eps, target, _) in bad[:20]:
+        print(f"VIOLATION {family} {noise} ratio {ratio:.6g}: first={[list(map(float, a)) for a in first]} "
+              f"second={[list(map(float, a)) for a in second]} b={b!r} eps={eps!r} delta={target!r}", file=out)
+    return stats, bad
+
+
+def _duration(text: str) -> float:
+    unit = {"s": 1, "m": 60, "h": 3600}.get(text[-1], None)
+    return float(text[:-1]) * unit if unit else float(text)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.adversarial", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--budget", default="30m", help="wall time, e.g. 90s, 30m (default 30m)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--batch", type=int, default=64, help="pairs per calibrate call")
+    parser.add_argument("--families", default="gaussian,mixture,discrete")
+    args = parser.parse_args(argv)
+    stats, _ = run(_duration(args.budget), args.seed, args.workers, args.batch, args.families.split(","))
+    return 1 if stats["violations"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,107 @@
+"""Regression tests for the soundness audit (issue 17): every reproducer it reported, the certified
+range, invalid inputs under jit, the δ floor, and a fast round of the adversarial harness
+(``python -m tests.adversarial --budget 30m`` is the full run). References: the independent
+evaluator of ``tests/adversarial/reference.py`` (scipy/mpmath, no jaxpuffer code) and mpmath."""
+import jax
+import jax.numpy as jnp
+import mpmath as mp
+import numpy as np
+import pytest
+
+import jaxpuffer as jp
+from adversarial.__main__ import run
+from adversarial.reference import exact_delta
+from jaxpuffer.losses_coupling import coupling_laplace_closed
+
+GM = jp.GaussianMixture
+
+
+def test_gaussian_pair_near_tangent_slivers_are_sound():
+    """Found by the harness (small ε, δ ~1e-13): a near-tangent bump of the log-ratio at a grid
+    point or inside a cell; the flank roots from regula-falsi starts were 8 Newton steps short,
+    and δ came out up to 16x low."""
+    cases = [((2.650280785077048, 7.006986352274962), (2.4068345445516877, 17.904901149053053), 0.28798296506549464, 6.973816181247548e-13),
+             ((-0.13749714102717656, 5.614229731012075), (-0.13793938022919403, 14.45072571512154), 0.02556555348641958, 8.904371077266548e-14)]
+    for (m1, s1), (m2, s2), eps, delta in cases:
+        b = float(jp.calibrate(jp.PairSet(jp.Gaussian(m1, s1), jp.Gaussian(m2, s2)), eps, delta, level="exact").scale)
+        assert exact_delta(([1.0], [m1], [s1]), ([1.0], [m2], [s2]), b, eps) <= delta * (1 + 1e-9)
+
+
+def _coupling_mp(d_mu, d_sigma, b, eps):
+    """MATH.md §6's closed form of (35) at 90 digits (no cancellation at that precision)."""
+    mp.mp.dps = 90
+    m, s, b, eps = mp.mpf(d_mu), abs(mp.mpf(d_sigma)), mp.mpf(b), mp.mpf(eps)
+    tail = lambda m: mp.ncdf((m - eps * b) / s) - mp.exp(eps - m / b + s**2 / (2 * b**2)) * mp.ncdf((m - s**2 / b - eps * b) / s)  # noqa: E731
+    return float(tail(m) + tail(-m))
+
+
+def test_coupling_bound_does_not_cancel_for_nearly_equal_stds():
+    cases = [(dmu, s1, s1 - s1 * (1 + rel), b) for dmu in (0.0, 1.0, -0.3, 5.0, 0.5) for s1 in (1e-3, 1.0, 7.0)
+             for rel in (2.0**-52, 1e-12, 1e-9, 1e-6, 1e-3) for b in (0.1, 0.5, 3.0)]
+    d_mu, _, d_sigma, b = map(np.array, zip(*cases))
+    got = np.asarray(coupling_laplace_closed(d_mu, d_sigma, b, 1.0))
+    ref = np.array([_coupling_mp(*c, 1.0) for c in zip(d_mu, d_sigma, b)])
+    assert np.all(got >= ref * (1 - 1e-12))  # an upper bound, always
+    assert np.all(got <= ref * (1 + 1e-7) + 1e-300)  # and a tight one
+    # the audit's case: σ differing by 1e-12 gave 0 where the exact δ is 0.39
+    pair = jp.PairSet(jp.Gaussian(0.0, 1e-3), jp.Gaussian(1.0, 1e-3 + 1e-12))
+    assert float(jp.delta_coupling(pair, 0.5, 1.0)) >= float(jp.delta_exact(pair, 0.5, 1.0)) > 0.39
+
+
+@pytest.mark.parametrize("first, second, noise, quantity", [
+    ((0.0, 1e154), (0.0, 1.0), "laplace", "std"),
+    ((1e154, 1.0), (-1e154, 1.0), "laplace", "mean"),
+    ((0.0, 1e-156), (1e-156, 2e-156), "laplace", "std"),
+    ((0.0, 1.0), (1e308, 1.0), "laplace", "mean"),
+    ((0.0, 1e80), (0.0, 1.0), "gaussian", "std"),
+    ((0.0, 1.0), (1.0000001e50, 1.0), "laplace", "mean"),
+    ((0.0, 0.99999e-50), (0.0, 1.0), "laplace", "std"),
+])
+def test_outside_the_certified_range_raises(first, second, noise, quantity):
+    with pytest.raises(ValueError, match=f"^{quantity} must be .*certified range"):
+        jp.calibrate(jp.PairSet(jp.Gaussian(*first), jp.Gaussian(*second)), 1.0, 1e-3, level="exact", noise=noise)
+
+
+def test_certified_range_boundary_is_accepted_and_sound():
+    pairs = jp.PairSet(jp.Gaussian([1e50, 0.0], [1.0, 1e-50]), jp.Gaussian([-1e50, 0.0], [1e50, 1e50]))
+    res = jp.calibrate(pairs, 1.0, 1e-3, level="theorem")
+    assert np.all(np.isfinite(np.asarray(res.per_pair))) and float(res.scale) > 1e50
+    with pytest.raises(ValueError, match="^eps must be <= 100"):
+        jp.calibrate(pairs, 101.0, 1e-3)
+    with pytest.raises(ValueError, match="calibrated scale .* beyond the certified range"):
+        jp.calibrate(pairs, 1e-12, 1e-3)
+
+
+def test_delta_floor_of_the_exact_level():
+    pairs = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.625, 1.0))
+    with pytest.raises(ValueError, match=r"^delta must be >= 1e-30 at level 'exact'"):
+        jp.calibrate(pairs, 7.5, 1e-45, level="exact")
+    assert float(jp.calibrate(pairs, 7.5, 1e-45, level="theorem").scale) > 0  # closed forms hold at any δ
+
+
+def test_invalid_inputs_under_jit_give_nan():
+    def scale(m, s, eps, delta):
+        return jp.calibrate(jp.PairSet(jp.Gaussian(m, s), jp.Gaussian(0.0, 1.0)), eps, delta, level="exact").scale
+
+    cases = np.array([
+        [0.5, 2.0, 1.0, 1e-3],  # valid: a finite scale
+        [np.nan, 1.0, 1.0, 1e-3], [0.0, -1.0, 1.0, 1e-3], [0.0, 2.0, -1.0, 1e-3], [0.0, 2.0, 0.0, 1e-3],
+        [0.0, 2.0, 1.0, 2.0], [0.0, 2.0, 1.0, 0.0], [0.0, 2.0, 1.0, 1e-40], [np.inf, 1.0, 1.0, 1e-3], [1e60, 1.0, 1.0, 1e-3],
+    ])
+    out = np.asarray(jax.jit(jax.vmap(scale))(*cases.T))
+    assert np.isfinite(out[0]) and out[0] > 0
+    assert np.all(np.isnan(out[1:])), out
+
+    def mixture_scale(w):
+        return jp.calibrate(jp.PairSet(GM(w, [0.0, 1.0], [1.0, 1.0]), GM([0.5, 0.5], [0.0, 2.0], [1.0, 1.0])), 1.0, 1e-3).scale
+
+    assert np.isnan(jax.jit(mixture_scale)(jnp.array([0.7, 0.7])))
+    assert np.isfinite(jax.jit(mixture_scale)(jnp.array([0.3, 0.7])))
+
+
+def test_fast_adversarial_round():
+    """One round of the harness (8 pairs per family and noise); the full run is
+    ``python -m tests.adversarial --budget 30m``."""
+    stats, bad = run(0.0, seed=17, workers=1, batch=8, families=("gaussian", "discrete"))
+    assert stats["checks"] == 32
+    assert stats["violations"] == 0, bad
