@@ -43,20 +43,14 @@ def illinois(fun, a, c, fa, fc, steps):
     return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
 
 
-def parabola_start(vertex, f_vertex, end, f_end):
-    """The zero of the parabola with its vertex at (vertex, f_vertex) through (end, f_end) (signs
-    opposite): the first point for a flank of an excursion, exact for a near-tangent peak, where
-    regula falsi would start next to the vertex (f' ≈ 0 there) and Newton creep by halving."""
-    ratio = f_vertex / jnp.where(f_vertex != f_end, f_vertex - f_end, 1.0)
-    return vertex + (end - vertex) * jnp.sqrt(jnp.clip(ratio, 0.0, 1.0))
-
-
 def quadratic_start(a, fa, dfa, c, fc):
     """A first point for Newton in a bracket [a, c] (fa, fc of opposite signs) whose end ``a`` may
     sit at a near-tangent extremum: the zero inside the bracket of the quadratic with value and
-    slope of f at ``a`` through (c, fc). With f'(a) = 0 it is :func:`parabola_start`, with no
+    slope of f at ``a`` through (c, fc). With f'(a) = 0 it is the vertex parabola, with no
     curvature a Newton step from ``a``; regula falsi would start next to ``a`` where f' ≈ 0.
-    Falls back to regula falsi where the quadratic gives no point inside."""
+    Falls back to regula falsi where the quadratic gives no point inside. For the flank of an
+    excursion, ``a`` is the extremum and ``dfa`` = 0: the zero of the parabola with its vertex
+    there, exact for a near-tangent peak."""
     span = jnp.abs(c - a)
     d = jnp.sign(c - a)
     g1 = dfa * d  # slope along the bracket, in τ = |x − a|
@@ -70,6 +64,11 @@ def quadratic_start(a, fa, dfa, c, fc):
     t = jnp.where(inside(t2), t2, jnp.where(inside(t1) & (k != 0), t1, jnp.nan))
     secant = a - fa * (c - a) / jnp.where(fc != fa, fc - fa, 1.0)
     return jnp.where(jnp.isfinite(t), a + d * t, secant)
+
+
+def crossing_start(a, fa, dfa, c, fc, dfc):
+    """:func:`quadratic_start` from the end of [a, c] nearer 0 (the one that may sit on a peak)."""
+    return jnp.where(jnp.abs(fa) <= jnp.abs(fc), quadratic_start(a, fa, dfa, c, fc), quadratic_start(c, fc, dfc, a, fa))
 
 
 def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps, start=None):

@@ -48,7 +48,7 @@ from jax.scipy.special import ndtr
 
 from . import _validate
 from .bounds import _gaussian_pairs
-from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, newton_in_bracket, parabola_start, quadratic_start
+from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, crossing_start, newton_in_bracket, quadratic_start
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass
 from .losses_discrete import discrete_delta, discrete_probabilistic
@@ -198,13 +198,16 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
         value, slope, _ = ratio(x)
         return sgn * value - eps_, sgn * slope
 
-    # first points: a quadratic from the end nearer 0 for grid crossings (:func:`quadratic_start`:
-    # a grid point can sit on a near-tangent peak), the vertex parabola for the flanks of a hidden
-    # peak (from regula falsi's start such flanks are out of 8 Newton steps' reach)
+    # first points: a quadratic from the end nearer 0 for grid crossings (a grid point can sit on
+    # a near-tangent peak), the vertex parabola for the flanks of a hidden peak (from regula
+    # falsi's start such flanks are out of 8 Newton steps' reach)
     dfa_c = df[jnp.arange(2)[:, None], cross_idx].reshape(-1)
     dfc_c = df[jnp.arange(2)[:, None], cross_idx + 1].reshape(-1)
-    secant = jnp.where(jnp.abs(fa_c) <= jnp.abs(fc_c), quadratic_start(ca, fa_c, dfa_c, cc, fc_c), quadratic_start(cc, fc_c, dfc_c, ca, fa_c))
-    start = jnp.concatenate([secant, parabola_start(peak_at, peak_val, pa, fa_left), parabola_start(peak_at, peak_val, pc, fc_right)])
+    start = jnp.concatenate([
+        crossing_start(ca, fa_c, dfa_c, cc, fc_c, dfc_c),
+        quadratic_start(peak_at, peak_val, 0.0, pa, fa_left),
+        quadratic_start(peak_at, peak_val, 0.0, pc, fc_right),
+    ])
     roots = newton_in_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS, start)
     used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
     roots = jax.lax.stop_gradient(jnp.where(used & jnp.isfinite(roots), roots, y[0]))
