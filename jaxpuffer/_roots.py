@@ -71,6 +71,41 @@ def crossing_start(a, fa, dfa, c, fc, dfc):
     return jnp.where(jnp.abs(fa) <= jnp.abs(fc), quadratic_start(a, fa, dfa, c, fc), quadratic_start(c, fc, dfc, a, fa))
 
 
+def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start):
+    """The bracket [lo, hi] of a zero of f left after ``steps`` ≥ 1 Newton steps from ``start``
+    inside [a, c] (sign change, f(a) = fa, f(c) = fc), as (lo, hi, f(lo), f(hi)): f(lo) and f(hi)
+    have the signs of fa and fc, so the zero lies in [lo, hi] whether or not the steps converged
+    (a caller can bound what lies between). Newton closes in from one side, so the last estimate
+    x̂ is then bracketed by two more evaluations at x̂ ± h, h = 1e-11 (hi − lo) + 8 ulps of x̂."""
+    pos_left = fa > 0
+
+    def update(lo, hi, f_lo, f_hi, x, f_df):
+        f, df = jnp.real(f_df), jnp.imag(f_df)
+        right_of_root = (f > 0) != pos_left
+        lo, f_lo = jnp.where(right_of_root, lo, x), jnp.where(right_of_root, f_lo, f)
+        hi, f_hi = jnp.where(right_of_root, x, hi), jnp.where(right_of_root, f, f_hi)
+        x_new = x - f / jnp.where(df != 0, df, 1.0)
+        ok = (df != 0) & (x_new > jnp.minimum(lo, hi)) & (x_new < jnp.maximum(lo, hi))
+        return lo, hi, f_lo, f_hi, jnp.where(ok, x_new, 0.5 * (lo + hi))
+
+    def step(_, state):
+        bracket = update(*state)
+        return (*bracket, jax.lax.complex(*fun_and_slope(bracket[-1])))
+
+    x0 = jnp.clip(start, jnp.minimum(a, c), jnp.maximum(a, c))
+    lo, hi, f_lo, f_hi, x = update(*jax.lax.fori_loop(0, steps - 1, step, (a, c, fa, fc, x0, jax.lax.complex(*fun_and_slope(x0)))))
+    h = 1e-11 * jnp.abs(hi - lo) + 8.0 * jnp.finfo(jnp.float64).eps * jnp.abs(x)
+    x_l, x_r = jnp.clip(x - h, jnp.minimum(lo, hi), jnp.maximum(lo, hi)), jnp.clip(x + h, jnp.minimum(lo, hi), jnp.maximum(lo, hi))
+    f_l, f_r = fun_and_slope(x_l)[0], fun_and_slope(x_r)[0]
+    left_ok, right_ok = (f_l > 0) == pos_left, (f_r > 0) != pos_left
+    # x_l on the lo side and x_r on the hi side: [x_l, x_r]; else the zero is beyond one of them
+    new_lo = jnp.where(left_ok, jnp.where(right_ok, x_l, x_r), lo)
+    new_f_lo = jnp.where(left_ok, jnp.where(right_ok, f_l, f_r), f_lo)
+    new_hi = jnp.where(left_ok, jnp.where(right_ok, x_r, hi), x_l)
+    new_f_hi = jnp.where(left_ok, jnp.where(right_ok, f_r, f_hi), f_l)
+    return new_lo, new_hi, new_f_lo, new_f_hi
+
+
 def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps, start=None):
     """Root of f in [a, c] (sign change, f(a) = fa, f(c) = fc) by Newton steps kept inside the
     bracket, starting from ``start`` (default: the regula-falsi point); ``steps`` ≥ 1

@@ -16,6 +16,53 @@ from jaxpuffer.losses_coupling import coupling_laplace_closed
 GM = jp.GaussianMixture
 
 
+REPRO_LAPLACE = (  # issue 17, finding 1: a near-tangent sliver, true δ 1.95e-12 at the old b
+    ([0.9162065334029345, 3.276219564478067e-07, 0.08377278903248254, 2.034994262661488e-05],
+     [-2.1210805184933026, -9.841093137571042, -2.757551874588274, 13.238845896949712],
+     [0.9343256826801919, 9.546316528944308, 1.1864165082077485, 4.616904914411524]),
+    ([0.00708181146831806, 0.6538992982026526, 0.3380686206837851, 0.00095026964524428],
+     [4.424930816458047, 2.863885612028842, -7.8344113678776575, 1.9759072627707162],
+     [0.10653759033257795, 0.0635049290401177, 0.15458907574498934, 3.3407965651831333]),
+)
+REPRO_GAUSSIAN = (  # finding 2: a narrow excursion in a wide cell, true δ 1.14e-10 at the old θ
+    ([0.9021358144563267, 0.009317075645040713, 0.01867677268629783, 7.90344818358028e-07, 0.06986954686751637],
+     [0.0, -365.01054082132555, -158.12419214295906, 345.3311858548718, -270.99992180219795],
+     [30.569418232429943, 0.17578141143890955, 0.0037952099036304703, 3.199303014357803e-05, 0.021861431998596487]),
+    ([0.9087348753316441, 0.027418823928833238, 1.1793117421697623e-05, 0.06383450762210097],
+     [0.18361961911188995, -364.9617093000256, 352.7528943132235, 102.51746093720395],
+     [21.398592762700957, 0.00021873076148937133, 0.05008269557737075, 0.07686058915201678]),
+)
+
+
+@pytest.mark.parametrize("repro, eps, delta, noise, old", [
+    (REPRO_LAPLACE, 2.0, 1e-12, "laplace", 2.3079250282184316),
+    (REPRO_GAUSSIAN, 5.0, 1e-10, "gaussian", 46.87930743745995),
+])
+def test_mixture_reproducers_are_sound(repro, eps, delta, noise, old):
+    first, second = repro
+    # the reference sees the audit's violation at the old answer ...
+    assert exact_delta(first, second, old, eps, noise) > 1.1 * delta
+    res = jp.calibrate(jp.PairSet(GM(*first), GM(*second)), eps, delta, level="exact", noise=noise)
+    # ... and none at the new one, which is tight within 1e-4
+    assert exact_delta(first, second, float(res.scale), eps, noise) <= delta * (1 + 1e-9)
+    assert exact_delta(first, second, float(res.scale) * (1 - 1e-4), eps, noise) > delta
+    assert float(res.delta_achieved) <= delta and res.converged
+
+
+def test_large_noise_leaves_no_rounding_floor():
+    """16 same-mean components, Gaussian noise: at θ = 1e8 the releases are nearly equal and δ is
+    ~1e-38, but the rounding bounds of ~50 narrow pieces near the medians reported 3e-12 (a floor
+    above small targets that made δ(θ) non-monotone and trapped the search's doubling)."""
+    rng = np.random.default_rng(0)
+    k = 16
+    s1, s2 = np.sort(rng.uniform(0.1, 100, k)), np.sort(rng.uniform(0.1, 100, k))
+    w1, w2 = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+    pairs = jp.PairSet(GM(w1, np.zeros(k), s1), GM(w2, np.zeros(k), s2))
+    got = np.asarray(jp.delta_exact(pairs, np.array([1e4, 1e8]), 1.0, noise="gaussian"))
+    ref = [exact_delta((w1, np.zeros(k), s1), (w2, np.zeros(k), s2), th, 1.0, "gaussian") for th in (1e4, 1e8)]
+    assert np.all(got >= np.array(ref) * (1 - 1e-9)) and np.all(got <= 1e-30), (got, ref)
+
+
 def test_gaussian_pair_near_tangent_slivers_are_sound():
     """Found by the harness (small ε, δ ~1e-13): a near-tangent bump of the log-ratio at a grid
     point or inside a cell; the flank roots from regula-falsi starts were 8 Newton steps short,
@@ -102,6 +149,6 @@ def test_invalid_inputs_under_jit_give_nan():
 def test_fast_adversarial_round():
     """One round of the harness (8 pairs per family and noise); the full run is
     ``python -m tests.adversarial --budget 30m``."""
-    stats, bad = run(0.0, seed=17, workers=1, batch=8, families=("gaussian", "discrete"))
-    assert stats["checks"] == 32
+    stats, bad = run(0.0, seed=17, workers=1, batch=8, families=("gaussian", "mixture", "discrete"))
+    assert stats["checks"] == 48
     assert stats["violations"] == 0, bad

@@ -34,6 +34,7 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
     rng = np.random.default_rng(seed)
     stats = {"checks": 0, "violations": 0, "worst": 0.0, "tight": 0, "positive": 0, "zero": 0, "unconverged": 0}
     bad = []
+    loose = {}  # (family, noise) -> [answers with b > 0 not tight, answers with b > 0]
     t0 = time.time()
     pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) if workers > 1 else None
     while True:  # at least one round
@@ -58,6 +59,9 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
                     else:
                         stats["positive"] += 1
                         stats["tight"] += bool(tight)
+                        row = loose.setdefault((family, noise), [0, 0])
+                        row[0] += not tight
+                        row[1] += 1
         print(f"[{time.time() - t0:7.1f} s] {stats}", file=out, flush=True)
         if time.time() - t0 >= budget_s:
             break
@@ -67,6 +71,8 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
     print(f"checks {stats['checks']}, violations {stats['violations']}, worst δ/target {stats['worst']:.6g}, "
           f"tight {stats['tight']}/{stats['positive']} ({100 * tight_frac:.2f}%), zero answers {stats['zero']}, "
           f"calls not converged {stats['unconverged']}", file=out)
+    for (family, noise), (n_loose, n) in sorted(loose.items()):
+        print(f"  {family:9s} {noise:9s} not tight {n_loose}/{n}", file=out)
     for family, noise, ratio, (first, second, b, eps, target, _) in bad[:20]:
         print(f"VIOLATION {family} {noise} ratio {ratio:.6g}: first={[list(map(float, a)) for a in first]} "
               f"second={[list(map(float, a)) for a in second]} b={b!r} eps={eps!r} delta={target!r}", file=out)
