@@ -19,7 +19,7 @@ constant sign. δ = Σ of [P − e^ε Q] over those pieces, each piece's masses 
 segment whose α or β sign is within rounding of zero.
 
 **Exact, Gaussian noise — certified grid.** r(y) = log p(y) − log q(y) − ε is evaluated (log-sum-exp)
-on ``_GRID`` points over [x_1 − Tθ, x_n + Tθ], T = 12 (the mass beyond is < 2e-33 and is added to
+on ``_GRID`` points over [x_1 − Tθ, x_n + Tθ], T = 12 (P's mass beyond, < 2·1.8e-33, is added to
 δ); each sign change is refined by safeguarded Newton steps (r' = (m_p(y) − m_q(y))/θ², the
 posterior means of the atom), and δ = Σ [P − e^ε Q] over the positive pieces, in Φ-differences.
 Certification: f = p − e^ε q = Σ c_k φ_θ(y − x_k) has at most S⁻(c) zeros (the Gaussian kernel is
@@ -182,7 +182,7 @@ def _gaussian_regions_one(x, p, q, theta, eps):
     many_roots = change & (jnp.abs(rc - ra) <= curv * h**2)
     slack_p = jnp.where(exact, 0.0, jnp.sum(jnp.where(hidden_peak | many_roots | hidden_dip, cell_p, 0.0)))
     slack_q = jnp.where(exact, 0.0, jnp.sum(jnp.where(hidden_dip | many_roots, cell_q, 0.0)))
-    tail = _TAIL_MASS * (1.0 + e_eps)
+    tail = 2.0 * _TAIL_MASS  # P's mass beyond the grid on either side; its e^ε Q part only lowers δ
     p_a, q_a = jnp.sum(mp), jnp.sum(mq)
     rounding = _ULPS * _EPS64 * (p_a + e_eps * q_a)
     hockey = jnp.maximum(p_a - e_eps * q_a, 0.0) + rounding + slack_p + e_eps * slack_q + tail

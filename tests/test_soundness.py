@@ -152,3 +152,43 @@ def test_fast_adversarial_round():
     stats, bad = run(0.0, seed=17, workers=1, batch=8, families=("gaussian", "mixture", "discrete"))
     assert stats["checks"] == 48
     assert stats["violations"] == 0, bad
+
+
+def test_sixteen_component_family_converges():
+    """Finding 7: 16 same-mean components, Gaussian noise, δ = 1e-15 returned θ = 8.7e10 with
+    converged=False (a rounding floor of the evaluator). The audit's own draw is not recorded;
+    this one (θ ≈ 130) must converge, sound and tight against the independent reference."""
+    rng = np.random.default_rng(0)
+    k = 16
+    s1, s2 = np.sort(rng.uniform(0.1, 100, k)), np.sort(rng.uniform(0.1, 100, k))
+    w1, w2 = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+    res = jp.calibrate(jp.PairSet(GM(w1, np.zeros(k), s1), GM(w2, np.zeros(k), s2)), 1.0, 1e-15, level="exact", noise="gaussian")
+    theta = float(res.scale)
+    assert res.converged, theta
+    ref = lambda t: exact_delta((w1, np.zeros(k), s1), (w2, np.zeros(k), s2), t, 1.0, "gaussian")  # noqa: E731
+    assert ref(theta) <= 1e-15 * (1 + 1e-9) < ref(theta * (1 - 1e-4))
+
+
+CREEPING = (  # found by the harness: optax steps crept along one end (not closed in 100 evaluations)
+    [0.02076531665151247, 0.05524649102359036, 1.3377261373294296, 1.3522501879776987, 5.77059315592032, 5.792294078007726],
+    [0.0, 0.0, 0.012493579007627762, 0.9440869832669906, 0.014406624000199358, 0.02901281372518219],
+    [0.2838516939023645, 0.29597672903406613, 0.0, 0.052768702412359876, 0.0, 0.3674028746512094],
+    0.003936884104096382, 2.374066365468972e-06, "laplace",
+)
+BELOW_TAIL_FLOOR = (  # found by the harness: the grid's tail term (1 + e^ε)·Φ(−12) = 5.5e-28 > δ
+    [5.250687953310341, 5.416742578565328, 5.915032176737487, 6.122824313075546, 6.146988007294362, 6.157154321319857],
+    [0.8150642654633812, 0.05261688596608578, 0.011598578152741425, 0.01780736274469197, 0.10291290767309959, 0.0],
+    [0.2777122787952879, 0.47070770339933005, 0.04419750510319815, 0.0, 0.11985739053930856, 0.08752512216287543],
+    12.62161580858126, 2.5643354754907612e-30, "gaussian",
+)
+
+
+@pytest.mark.parametrize("case", [CREEPING, BELOW_TAIL_FLOOR], ids=["creeping-search", "tail-floor"])
+def test_discrete_searches_finish(case):
+    """Issue 17, item 6: a search that does not close by model steps bisects over its last 48
+    evaluations; a target between 1e-30 and the old tail floor is reachable."""
+    x, p, q, eps, delta, noise = case
+    res = jp.calibrate(jp.PairSet(jp.Discrete(x, p), jp.Discrete(x, q)), eps, delta, level="exact", noise=noise)
+    assert res.converged and float(res.delta_achieved) <= delta
+    zeros = np.zeros(len(x))
+    assert exact_delta((p, x, zeros), (q, x, zeros), float(res.scale), eps, noise) <= delta * (1 + 1e-9)
