@@ -21,10 +21,10 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
    bracket has not halved over the last 3); proposals alternate a hair above and below the model's
    root so both ends close in; the last 48 evaluations before ``max_iter`` bisect, so a search
    whose model creeps along one end still closes (issue 17). ``solver="bisection"``: geometric
-   bisection of the bracket in ``lax`` loops. Every evaluation moves ``lo`` or ``hi``; both solvers stop when
-   hi/lo − 1 ≤ ``rtol`` and return ``hi`` — the very scale whose δ was evaluated ≤ the target:
-   the feasibility guarantee holds by construction. ``converged`` says whether the bracket
-   closed. Concrete inputs are searched in passes: pairs still open after a pass are compacted,
+   bisection of the bracket in ``lax`` loops. Every evaluation moves ``lo`` or ``hi``; both
+   solvers stop when hi/lo − 1 ≤ ``rtol`` and return ``hi`` — the very scale whose δ was
+   evaluated ≤ the target: the feasibility guarantee holds by construction. ``converged`` says
+   whether the bracket closed. Concrete inputs are searched in passes: pairs still open after a pass are compacted,
    their state carried, so the batch stops paying for finished pairs.
 4. **Derivatives** of the result with respect to ε, δ and the prior parameters are implicit:
    db/dθ = −(∂δ/∂θ)/(∂δ/∂b) at the root (``jax.custom_jvp``), not through the loop.
