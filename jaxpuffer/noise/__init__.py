@@ -6,6 +6,7 @@ priors convolved with them (:mod:`.convolved`).
 ``"gaussian"`` name the first two wherever a ``noise=`` argument is taken.
 """
 from .convolved import (  # noqa: F401  (the evaluators' special functions)
+    _log1m,
     gauss_laplace,
     interval_mass,
     laplace_log_ratio,
