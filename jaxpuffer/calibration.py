@@ -43,26 +43,17 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from . import _validate, kantorovich
-from .bounds import _gaussian_pairs, mixture_theorem_scale, theorem1_scale, theorem2
-from .couplings import gmm_coupling
-from .kantorovich import THEOREM3_CONSTANTS
-from .losses import pair_delta, prior_delta
-from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
-from .losses_discrete import discrete_delta
+from . import _validate, families
+from .families.gaussian import theorem_level as _theorem_level
+from .noise import kernels
 from .pairs import PairSet
-from .priors import Discrete, GaussianMixture
 from .tau import METHODS as TAU_METHODS
-from .tau import tau_star_unchecked
 
 LEVELS = ("theorem", "indicator", "coupling", "exact")
-NOISES = ("laplace", "gaussian")
+NOISES = kernels.names()
 SOLVERS = ("optax", "bisection")
-GAUSSIAN_NOISE_LEVELS = ("coupling", "exact")
+GAUSSIAN_NOISE_LEVELS = kernels.Normal.levels
 
-# Closed-form scales are rounded up by a few ulps so that floating-point rounding in the formula
-# never lands on the unsafe side of the condition it certifies.
-_ROUND_UP = 1.0 + 2.0**-49
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _MAX_DOUBLINGS = 80
 _PASSES = (4, 5, 8, 16)  # evaluations after which the unfinished pairs are compacted into a smaller batch
@@ -71,10 +62,6 @@ _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket
 # creep still closes its bracket (a verified bracket spans at most a factor 2⁴⁰ in b: 48 halvings
 # of its log width take it below rtol = 1e-10)
 _BISECT_RESERVE = 48
-# exact level, Laplace noise: the first point is b_pure·(1 − this). Mean evaluations per pair on
-# 4096 random pairs at (ε, δ) = (1, 1e-6), (1, 1e-3), (1, 1e-10), (0.3, 1e-6), (3, 1e-6):
-# 1e-5: 4.44 5.49 3.96 6.11 5.21; 3e-4: 4.10 5.15 4.13 6.17 4.85; 1e-3: 4.81 5.04 4.22 6.36 4.89.
-_BELOW_PURE = 3e-4
 # The smallest target the exact evaluators certify (issue 17): their grids reach 13 prior stds
 # beyond every component (Gaussian tail mass 6e-39), and an adversarial audit found the exact
 # level clean down to 1e-30 and wrong below 1e-36 (a far-tail crossing is never searched).
@@ -112,8 +99,8 @@ class Calibration(NamedTuple):
 
     @property
     def variance(self):
-        """Variance of the noise: 2b² for Laplace, θ² for Gaussian."""
-        return 2.0 * self.scale**2 if self.noise == "laplace" else self.scale**2
+        """Variance of the noise: 2b² for Laplace, θ² for Gaussian (the kernel's ``variance``)."""
+        return kernels.resolve(self.noise).variance(self.scale)
 
 
 class _Config(NamedTuple):
@@ -136,60 +123,11 @@ class _Config(NamedTuple):
 
 
 def _delta(cfg: _Config, symmetric, b, params, eps):
-    if cfg.family == "mixture":
-        return mixture_delta(cfg.level, cfg.noise, params, b, eps, symmetric)
-    if cfg.family == "discrete":
-        return discrete_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
-    return pair_delta(cfg.level, cfg.noise, *params, b, eps, symmetric)
+    return families.get(cfg.family).delta(cfg.level, cfg.noise, params, b, eps, symmetric)
 
 
 def _delta_at_zero(cfg: _Config, symmetric, params, eps):
-    if cfg.family == "mixture" and cfg.level == "exact":
-        return mixture_delta_at_zero(params, eps, symmetric)
-    if cfg.family == "mixture":  # the plan's mass moved at all (U1 → P(W ≠ 0) as b → 0)
-        w, d_mu, d_sigma = params[:3]
-        return jnp.sum(jnp.where((d_mu != 0) | (d_sigma != 0), w, 0.0), axis=(-2, -1))
-    if cfg.family == "discrete":
-        # exact: the atoms' own hockey-stick; coupling: the plan's mass moved a nonzero distance
-        return discrete_delta(cfg.level, cfg.noise, *params, jnp.zeros_like(eps), eps, symmetric)
-    d_mu, s1, s2 = params
-    if cfg.level == "exact":
-        return prior_delta(d_mu, s1, s2, eps, symmetric)
-    return jnp.where((d_mu == 0) & (s1 == s2), 0.0, 1.0)
-
-
-def _discrete_guess(cfg: _Config, params, eps, target):
-    """Kantorovich Theorem 1 (Laplace: Δ/ε, pure ε) or Theorem 3(b) with the corrected constant
-    (Gaussian noise), Δ the ℓ1 sensitivity of the quantile plan with no support tolerance."""
-    spread = kantorovich.sensitivity(*params, 0.0)
-    if cfg.noise == "laplace":
-        return spread / eps
-    k = THEOREM3_CONSTANTS["corrected"] * target ** (-1.0 / 3.0)
-    return (k + jnp.sqrt(k**2 + eps / 2.0)) * spread / eps
-
-
-def _initial_bracket(cfg: _Config, params, eps, target):
-    """(hi, start, pure): a scale expected to be feasible — Theorem 1's (5), which bounds every
-    level for Laplace noise and is a first guess for Gaussian noise (discrete priors: the
-    Kantorovich paper's Theorem 1 or 3(b)) —, the first point to evaluate, and the scale beyond
-    which δ is known to vanish (+inf where unknown). Exact level, Laplace noise, Gaussian priors:
-    pure = b_pure of MATH.md §6 and start just below it (δ often reaches the target within
-    1e-4 of b_pure, like a power of b_pure − b). Neither hi nor start is trusted: the search
-    verifies them."""
-    if cfg.family == "discrete":
-        hi = jnp.maximum(_discrete_guess(cfg, params, eps, target) * _ROUND_UP, 1e-300)
-    elif cfg.family == "mixture":  # Theorem 2 in its valid (max) form, with the same plan (a first
-        w, d_mu, d_sigma = params[:3]  # guess for Gaussian noise, which the search may double)
-        cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target, "exact"))
-        hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
-    else:
-        d_mu, s1, s2 = params
-        hi = jnp.maximum(theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * _ROUND_UP, 1e-300)
-        if cfg.noise == "laplace" and cfg.level == "exact":
-            b_pure = (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs(s1**2 - s2**2))) / (2.0 * eps)
-            near = b_pure * (1.0 - _BELOW_PURE)
-            return hi, jnp.where((near > 0) & (near < hi), near, hi), jnp.where(b_pure > 0, b_pure, jnp.inf)
-    return hi, hi, jnp.full(hi.shape, jnp.inf)
+    return families.get(cfg.family).delta_at_zero(cfg.level, cfg.noise, params, eps, symmetric)
 
 
 class _SearchState(NamedTuple):
@@ -250,7 +188,7 @@ def _model_root(points, zero_at, seen_zero, log_target):
 def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
     """The initial bracket and first point of every pair (see :func:`_search_run`)."""
     zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
-    hi0, start, pure = _initial_bracket(cfg, params, eps, target)
+    hi0, start, pure = families.get(cfg.family).bracket(cfg.level, cfg.noise, params, eps, target)
     u0, log_hi0 = jnp.log(start), jnp.log(hi0)
     n = u0.shape
     return _SearchState(
@@ -377,61 +315,44 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 # ----------------------------------------------------------------------------- certificate
 
 
-_prior_delta_jit = jax.jit(prior_delta)
-
-
-@partial(jax.jit, static_argnames=("noise", "family"))
-def _delta_jit(params, b, eps, noise, symmetric, family):
-    return _delta(_Config("exact", noise, "bisection", 0.0, family), symmetric, b, params, eps)
-
-
-_at_zero_jit = jax.jit(_delta_at_zero, static_argnums=0)
+@partial(jax.jit, static_argnames=("noise", "family", "zero"))
+def _exact_jit(params, b, eps, noise, symmetric, family, zero):
+    cfg = _Config("exact", noise, "bisection", 0.0, family)
+    return _delta_at_zero(cfg, symmetric, params, eps) if zero else _delta(cfg, symmetric, b, params, eps)
 
 
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
-    """A certified max over pairs of the exact δ at one scale, pruned by a coupling bound ≥ L0.
+    """A certified max over pairs of the exact δ at one scale, pruned by a bound ≥ L0.
 
-    Gaussian priors with Laplace noise (bound L1) and Gaussian mixtures (the bound (24) of their
-    plan): pairs are visited in decreasing order of their bound, ``chunk`` at a time, until the
-    next bound is ≤ the running max (then the max is exact) or ``budget`` chunks are spent (then
-    the largest remaining bound stands in for the unvisited pairs: still an upper bound).
-    Gaussian priors with Gaussian noise (one batch), discrete priors, and every family at scale 0:
-    every pair, in chunks.
+    Where the family has a cheap upper bound (its ``prune_bound``: the coupling bound L1 for
+    Gaussian priors with Laplace noise, the plan's bound (24) for mixtures), pairs are visited in
+    decreasing order of their bound, ``chunk`` at a time, until the next bound is ≤ the running
+    max (then the max is exact) or ``budget`` chunks are spent (then the largest remaining bound
+    stands in for the unvisited pairs: still an upper bound). Otherwise every pair, in chunks (one
+    batch where the family's exact δ is a closed form). ``family`` is the family's name.
     """
+    fam = families.get(family)
     n = params[0].shape[0]
     zero = float(scale) == 0.0
-    if zero and family == "gaussian":  # no noise: the priors' own hockey-stick, closed form
-        return jnp.max(_prior_delta_jit(*params, eps, symmetric))
-    prune = not zero and (family == "mixture" or (family == "gaussian" and noise == "laplace"))
-    if prune:
-        bound = np.asarray(_delta(_Config("coupling", noise, "bisection", 0.0, family), symmetric, scale, params, eps))
+    bound = None if zero else fam.prune_bound(noise, params, scale, eps, symmetric)
+    if bound is not None:
+        bound = np.asarray(bound)
         order = np.argsort(-bound, kind="stable")
     else:
         order = np.arange(n)
-        if family == "gaussian":  # Gaussian noise: a closed form, cheap enough for one batch
+        if fam.exact_is_cheap(noise, zero):
             chunk = max(chunk, n)
     best = 0.0
     for start in range(0, n, chunk):
-        if prune and (bound[order[start]] <= best or start >= chunk * budget):
+        if bound is not None and (bound[order[start]] <= best or start >= chunk * budget):
             return jnp.asarray(max(best, float(bound[order[start]])))
         idx = order[start : start + chunk]
         part = tuple(_pad_take(params, idx, _bucket(idx.size, chunk)))
-        if zero and family == "mixture":
-            vals = _at_zero_jit(_Config("exact", noise, "bisection", 0.0, family), symmetric, part, eps)
-        else:
-            vals = _delta_jit(part, scale, eps, noise, symmetric, family)
-        best = max(best, float(jnp.max(vals)))
+        best = max(best, float(jnp.max(_exact_jit(part, scale, eps, noise, symmetric, family, zero))))
     return jnp.asarray(best)
 
 
 # ----------------------------------------------------------------------------- entry point
-
-
-@partial(jax.jit, static_argnames="tau")
-def _theorem_level(d_mu, d_sigma, eps, delta, tau):
-    """Theorem 1, eq. (5), per pair (rounded up a few ulps) and its max."""
-    per_pair = theorem1_scale(d_mu, d_sigma, eps, tau_star_unchecked(delta, tau)) * _ROUND_UP
-    return per_pair, jnp.max(per_pair)
 
 
 def _progress(done: int, total: int) -> None:
@@ -572,26 +493,24 @@ def calibrate(
       A :class:`Calibration`.
     """
     _validate.choice("level", level, LEVELS)
-    _validate.choice("noise", noise, NOISES)
+    kernel = kernels.resolve(noise)
     _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)
-    if noise == "gaussian" and level not in GAUSSIAN_NOISE_LEVELS:
-        raise ValueError(f"level {level!r} is a Laplace-noise bound; for noise='gaussian' use level 'exact' or 'coupling'")
+    if not kernel.levels:
+        raise ValueError(f"noise {kernel.name!r} has no calibration evaluator yet; its density, CDF and sampler are in jaxpuffer.noise")
+    if level not in kernel.levels:
+        ok = " or ".join(repr(v) for v in reversed(kernel.levels))
+        raise ValueError(f"level {level!r} is a Laplace-noise bound; for noise={kernel.name!r} use level {ok}")
     if not (isinstance(rtol, float) and 0 < rtol < 1e-2):
         raise ValueError(f"rtol must be a float in (0, 0.01); got {rtol!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
         raise ValueError(f"chunk_size must be a positive integer or None; got {chunk_size!r}")
     if not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
-    discrete = isinstance(pairs, PairSet) and isinstance(pairs.first, Discrete)
-    mixture = isinstance(pairs, PairSet) and isinstance(pairs.first, GaussianMixture)
-    family = "discrete" if discrete else "mixture" if mixture else "gaussian"
-    if family == "gaussian":
-        pairs = _gaussian_pairs(pairs, "calibrate")
-    elif discrete and level == "indicator":
-        raise ValueError("level 'indicator' is for Gaussian priors; for Discrete pairs use 'theorem', 'coupling' or 'exact'")
-    elif mixture and level == "indicator":
-        raise ValueError("level 'indicator' is for Gaussian priors; for GaussianMixture pairs use 'theorem', 'coupling' or 'exact'")
+    family = families.for_pairs(pairs)
+    if level != "theorem" and level not in family.levels:
+        ok = ", ".join(repr(v) for v in ("theorem", *family.levels[:-1])) + f" or {family.levels[-1]!r}"
+        raise ValueError(f"level {level!r} is for Gaussian priors; for {family.prior_type.__name__} pairs use {ok}")
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta)
     if eps.ndim or delta.ndim:
@@ -602,31 +521,21 @@ def calibrate(
             f"delta must be >= {DELTA_FLOOR:g} at level 'exact' (the smallest δ its evaluators certify); got {float(delta)!r}. "
             "Use level 'coupling' or 'theorem' (closed forms valid at any δ) for smaller targets."
         )
+    params = family.params(pairs, delta, tau)
     shape = pairs.batch_shape
-    if discrete:
-        n = pairs.first.num_atoms
-        params = tuple(a.reshape(-1, n) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
-    elif mixture:  # the plan minimising Theorem 2's own cost at this δ
-        params = mixture_params(pairs, gmm_coupling(pairs, cost="bound", delta=delta, tau=tau))
-    else:
-        d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)
-        params = (d_mu, pairs.first.std.reshape(-1), pairs.second.std.reshape(-1))
 
     if level == "theorem":
-        if discrete or mixture:
-            per_pair = (kantorovich.theorem1(pairs, eps) if discrete else theorem2(pairs, eps, delta, coupling="bound", form="max", tau=tau)).reshape(-1)
-            scale = jnp.max(per_pair)
-        else:
-            per_pair, scale = _theorem_level(params[0], params[1] - params[2], eps, delta, tau)
+        per_pair = family.theorem(pairs, params, eps, delta, tau)
+        scale = jnp.max(per_pair)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
-        cfg = _Config(level, noise, solver, float(rtol), family)
+        cfg = _Config(level, kernel.name, solver, float(rtol), family.name)
         per_pair, converged, iterations = _chunked_root(cfg, params, eps, delta, max_iter, pairs.symmetric, chunk_size, progress)
         if converged is False:
             warnings.warn(
                 f"calibrate: the {solver} search did not close every bracket within max_iter={max_iter}; "
                 "per_pair holds the last upper ends, which may be neither tight nor verified "
-                "(converged=False). Raise max_iter or use solver='bisection'.",
+                "(converged=False). Raise max_iter.",
                 RuntimeWarning,
                 stacklevel=2,
             )
@@ -643,7 +552,7 @@ def calibrate(
         )
     per_pair = per_pair.reshape(shape)
     if all(_validate.is_concrete(v) for v in (scale, *params, eps)):
-        achieved = _max_exact_delta(family, params, scale, eps, noise, pairs.symmetric)
+        achieved = _max_exact_delta(family.name, params, scale, eps, kernel.name, pairs.symmetric)
     else:  # under a transformation the certificate is not computed
         achieved = None
     return Calibration(
@@ -652,7 +561,7 @@ def calibrate(
         binding=_binding(per_pair),
         delta_achieved=achieved,
         level=level,
-        noise=noise,
+        noise=kernel.name,
         eps=eps,
         delta=delta,
         converged=converged,

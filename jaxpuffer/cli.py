@@ -23,6 +23,7 @@ import sys
 import jax
 import numpy as np
 
+from .noise import kernels
 from .calibration import GAUSSIAN_NOISE_LEVELS, LEVELS, NOISES, SOLVERS, Calibration, calibrate
 from .pairs import PairSet, concatenate, sum_query_presence
 from .priors import Gaussian
@@ -130,7 +131,7 @@ def render(result: Calibration, rows: list[dict], fmt: str, about: str = "") -> 
         return out.getvalue().rstrip("\n")
     shown = sorted(rows, key=lambda r: -r["scale"])[:TABLE_ROWS] if len(rows) > TABLE_ROWS else rows
     width = max(4, *(len(r["pair"]) for r in shown))
-    sym = "b" if result.noise == "laplace" else "θ"
+    sym = kernels.resolve(result.noise).symbol
     lines = [about] if about else []
     lines.append(f"(ε, δ) = ({summary['eps']:g}, {summary['delta']:g})   noise: {result.noise}   level: {result.level} ({result.solver})")
     lines.append("")

@@ -1,4 +1,4 @@
-"""Noise kernels and a prior convolved with them (MATH.md §6–7).
+"""Priors convolved with the Laplace and Gaussian kernels: densities, CDFs and masses in log space (MATH.md §6–7).
 
 Laplace N ~ L(b), density e^{−|z|/b}/(2b); Gaussian N ~ N(0, θ²). For a Gaussian prior
 X ~ N(μ, σ²) the release Y = X + N has, with z = y − μ, u = z/σ, v = σ/b:

@@ -1,0 +1,69 @@
+"""Prior families: how :func:`jaxpuffer.calibrate` turns a PairSet into per-pair parameters and
+asks them for δ (issue 12). One module per family, one :func:`register` call each.
+
+A family is a small object answering, for flat batches of per-pair parameters (leading axis the
+pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
+
+* ``prior_type``, ``name``, ``levels`` — the prior class it handles, its name, and the numerical
+  levels of the ladder it has evaluators for;
+* ``params(pairs, delta, tau)`` — the flat per-pair parameter tuple (validating ``pairs``);
+* ``theorem(pairs, params, eps, delta, tau)`` — the closed-form level, per pair;
+* ``delta(level, noise, params, b, eps, symmetric)`` — δ per pair at a numerical level;
+* ``delta_at_zero(level, noise, params, eps, symmetric)`` — δ with no noise (answer 0 if ≤ δ);
+* ``bracket(level, noise, params, eps, target)`` — (hi, start, pure): a scale expected to be
+  feasible, the first scale to evaluate, and the scale beyond which δ is known to vanish (+inf
+  where unknown); the search verifies all three;
+* ``prune_bound(noise, params, b, eps, symmetric)`` — a cheap per-pair upper bound on the exact δ
+  that orders the certificate's scan, or None (then ``exact_is_cheap(noise, zero)`` says whether
+  the exact δ of every pair, at scale 0 where ``zero``, is evaluated in one batch).
+
+The search, chunking, implicit gradient and certificate in :mod:`jaxpuffer.calibration` only call
+these; no layer above switches on the family or the kernel.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+from ..pairs import PairSet
+
+
+class PriorFamily(Protocol):
+    name: str
+    prior_type: type
+    levels: tuple
+
+    def params(self, pairs, delta, tau) -> tuple: ...
+    def theorem(self, pairs, params, eps, delta, tau): ...
+    def delta(self, level, noise, params, b, eps, symmetric): ...
+    def delta_at_zero(self, level, noise, params, eps, symmetric): ...
+    def bracket(self, level, noise, params, eps, target): ...
+    def prune_bound(self, noise, params, b, eps, symmetric): ...
+    def exact_is_cheap(self, noise, zero) -> bool: ...
+
+
+_REGISTRY: dict = {}
+_DEFAULT = "gaussian"
+
+
+def register(family):
+    """Makes ``family`` handle PairSets of ``family.prior_type``; returns it."""
+    _REGISTRY[family.name] = family
+    return family
+
+
+def get(name: str):
+    """The registered family called ``name``."""
+    return _REGISTRY[name]
+
+
+def for_pairs(pairs):
+    """The family of ``pairs``' priors (Gaussian where none matches: its ``params`` then raises
+    the usual error for a wrong argument)."""
+    if isinstance(pairs, PairSet):
+        for family in _REGISTRY.values():
+            if isinstance(pairs.first, family.prior_type):
+                return family
+    return _REGISTRY[_DEFAULT]
+
+
+from . import discrete, gaussian, mixture  # noqa: E402,F401  (each registers itself)

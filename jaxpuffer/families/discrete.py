@@ -1,0 +1,55 @@
+"""Discrete priors on an aligned support: per-pair parameters (support, p_i, p_j), atoms on the last
+axis (the Kantorovich paper; MATH.md §8)."""
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from .. import kantorovich
+from ..kantorovich import THEOREM3_CONSTANTS
+from ..losses_discrete import discrete_delta
+from ..priors import Discrete
+from . import register
+from .gaussian import ROUND_UP
+
+
+class DiscreteFamily:
+    name = "discrete"
+    prior_type = Discrete
+    levels = ("coupling", "exact")
+
+    def params(self, pairs, delta, tau):
+        n = pairs.first.num_atoms
+        return tuple(a.reshape(-1, n) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
+
+    def theorem(self, pairs, params, eps, delta, tau):
+        """The Kantorovich paper's Theorem 1 (Laplace, b = Δ_π*/ε)."""
+        return kantorovich.theorem1(pairs, eps).reshape(-1)
+
+    def delta(self, level, noise, params, b, eps, symmetric):
+        return discrete_delta(level, noise, *params, b, eps, symmetric)
+
+    def delta_at_zero(self, level, noise, params, eps, symmetric):
+        # exact: the atoms' own hockey-stick; coupling: the plan's mass moved a nonzero distance
+        return discrete_delta(level, noise, *params, jnp.zeros_like(eps), eps, symmetric)
+
+    def bracket(self, level, noise, params, eps, target):
+        """Kantorovich Theorem 1 (Laplace: Δ/ε, pure ε) or Theorem 3(b) with the corrected
+        constant (Gaussian noise), Δ the ℓ1 sensitivity of the quantile plan with no support
+        tolerance."""
+        spread = kantorovich.sensitivity(*params, 0.0)
+        if noise == "laplace":
+            guess = spread / eps
+        else:
+            k = THEOREM3_CONSTANTS["corrected"] * target ** (-1.0 / 3.0)
+            guess = (k + jnp.sqrt(k**2 + eps / 2.0)) * spread / eps
+        hi = jnp.maximum(guess * ROUND_UP, 1e-300)
+        return hi, hi, jnp.full(hi.shape, jnp.inf)
+
+    def prune_bound(self, noise, params, b, eps, symmetric):
+        return None
+
+    def exact_is_cheap(self, noise, zero):
+        return False
+
+
+register(DiscreteFamily())
