@@ -71,12 +71,14 @@ def crossing_start(a, fa, dfa, c, fc, dfc):
     return jnp.where(jnp.abs(fa) <= jnp.abs(fc), quadratic_start(a, fa, dfa, c, fc), quadratic_start(c, fc, dfc, a, fa))
 
 
-def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start):
+def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start, bisections: int = 0):
     """The bracket [lo, hi] of a zero of f left after ``steps`` ≥ 1 Newton steps from ``start``
     inside [a, c] (sign change, f(a) = fa, f(c) = fc), as (lo, hi, f(lo), f(hi)): f(lo) and f(hi)
     have the signs of fa and fc, so the zero lies in [lo, hi] whether or not the steps converged
     (a caller can bound what lies between). Newton closes in from one side, so the last estimate
-    x̂ is then bracketed by two more evaluations at x̂ ± h, h = 1e-11 (hi − lo) + 8 ulps of x̂."""
+    x̂ is then bracketed by two more evaluations at x̂ ± h, h = 1e-11 (hi − lo) + 8 ulps of x̂;
+    ``bisections`` more steps then halve the bracket (where Newton stalled on a flat stretch).
+    The evaluation's only use in each step is the carried state (one fused kernel on CPU)."""
     pos_left = fa > 0
 
     def update(lo, hi, f_lo, f_hi, x, f_df):
@@ -103,7 +105,17 @@ def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start):
     new_f_lo = jnp.where(left_ok, jnp.where(right_ok, f_l, f_r), f_lo)
     new_hi = jnp.where(left_ok, jnp.where(right_ok, x_r, hi), x_l)
     new_f_hi = jnp.where(left_ok, jnp.where(right_ok, f_r, f_hi), f_l)
-    return new_lo, new_hi, new_f_lo, new_f_hi
+    if not bisections:
+        return new_lo, new_hi, new_f_lo, new_f_hi
+
+    def halve(_, state):  # where Newton stalled (a zero on a flat stretch), halve the bracket
+        lo, hi, f_lo, f_hi = state
+        mid = 0.5 * (lo + hi)
+        f_mid = fun_and_slope(mid)[0]
+        on_lo_side = (f_mid > 0) == pos_left
+        return jnp.where(on_lo_side, mid, lo), jnp.where(on_lo_side, hi, mid), jnp.where(on_lo_side, f_mid, f_lo), jnp.where(on_lo_side, f_hi, f_mid)
+
+    return jax.lax.fori_loop(0, bisections, halve, (new_lo, new_hi, new_f_lo, new_f_hi))
 
 
 def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps, start=None):

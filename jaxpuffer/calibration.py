@@ -76,9 +76,11 @@ class Calibration(NamedTuple):
       per_pair: the smallest feasible scale for each pair, shape ``pairs.batch_shape``.
       binding: index (tuple) into ``per_pair`` of the pair that sets ``scale``.
       delta_achieved: the exact δ (L0) at ``scale``, max over pairs and orders — for very large
-        pair sets a certified upper bound on it (see :func:`_max_exact_delta`); None when
-        calibrate runs under a JAX transformation such as ``grad``.
-      level, noise, solver: how the scale was obtained.
+        pair sets a certified upper bound on it (see :func:`_max_exact_delta`); for a kernel with
+        no exact evaluator (generalized Gaussian noise) its coupling bound, which is ≥ L0; None
+        when calibrate runs under a JAX transformation such as ``grad``.
+      level, noise, solver: how the scale was obtained (``noise``: the kernel's name, or the
+        kernel itself where it has shape parameters, e.g. ``GeneralizedGaussian(p=1.5)``).
       eps, delta: the target.
       converged: whether every per-pair search closed its bracket to ``rtol`` (closed forms: True;
         None under a JAX transformation).
@@ -90,7 +92,7 @@ class Calibration(NamedTuple):
     binding: tuple
     delta_achieved: Any
     level: str
-    noise: str
+    noise: Any
     eps: Any
     delta: Any
     converged: bool
@@ -113,7 +115,7 @@ class _Config(NamedTuple):
     """
 
     level: str
-    noise: str
+    noise: Any  # a kernel name, or a kernel with concrete shape parameters (hashable)
     solver: str
     rtol: float
     family: str = "gaussian"
@@ -315,14 +317,15 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 # ----------------------------------------------------------------------------- certificate
 
 
-@partial(jax.jit, static_argnames=("noise", "family", "zero"))
-def _exact_jit(params, b, eps, noise, symmetric, family, zero):
-    cfg = _Config("exact", noise, "bisection", 0.0, family)
+@partial(jax.jit, static_argnames=("noise", "family", "zero", "level"))
+def _exact_jit(params, b, eps, noise, symmetric, family, zero, level="exact"):
+    cfg = _Config(level, noise, "bisection", 0.0, family)
     return _delta_at_zero(cfg, symmetric, params, eps) if zero else _delta(cfg, symmetric, b, params, eps)
 
 
-def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64):
-    """A certified max over pairs of the exact δ at one scale, pruned by a bound ≥ L0.
+def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact"):
+    """A certified max over pairs of the exact δ at one scale, pruned by a bound ≥ L0 (``level``:
+    the δ certified; a kernel without an exact evaluator certifies its coupling bound instead).
 
     Where the family has a cheap upper bound (its ``prune_bound``: the coupling bound L1 for
     Gaussian priors with Laplace noise, the plan's bound (24) for mixtures), pairs are visited in
@@ -348,7 +351,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
             return jnp.asarray(max(best, float(bound[order[start]])))
         idx = order[start : start + chunk]
         part = tuple(_pad_take(params, idx, _bucket(idx.size, chunk)))
-        best = max(best, float(jnp.max(_exact_jit(part, scale, eps, noise, symmetric, family, zero))))
+        best = max(best, float(jnp.max(_exact_jit(part, scale, eps, noise, symmetric, family, zero, level))))
     return jnp.asarray(best)
 
 
@@ -496,11 +499,11 @@ def calibrate(
     kernel = kernels.resolve(noise)
     _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)
-    if not kernel.levels:
-        raise ValueError(f"noise {kernel.name!r} has no calibration evaluator yet; its density, CDF and sampler are in jaxpuffer.noise")
     if level not in kernel.levels:
         ok = " or ".join(repr(v) for v in reversed(kernel.levels))
-        raise ValueError(f"level {level!r} is a Laplace-noise bound; for noise={kernel.name!r} use level {ok}")
+        why = "is a Laplace-noise bound" if level in ("theorem", "indicator") else f"has no evaluator for {kernel!r} yet"
+        raise ValueError(f"level {level!r} {why}; for noise={kernel.name!r} use level {ok}")
+    noise_key = kernel.calibration_key()  # static: the name, or the kernel with concrete shape
     if not (isinstance(rtol, float) and 0 < rtol < 1e-2):
         raise ValueError(f"rtol must be a float in (0, 0.01); got {rtol!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
@@ -529,7 +532,7 @@ def calibrate(
         scale = jnp.max(per_pair)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
-        cfg = _Config(level, kernel.name, solver, float(rtol), family.name)
+        cfg = _Config(level, noise_key, solver, float(rtol), family.name)
         per_pair, converged, iterations = _chunked_root(cfg, params, eps, delta, max_iter, pairs.symmetric, chunk_size, progress)
         if converged is False:
             warnings.warn(
@@ -552,7 +555,8 @@ def calibrate(
         )
     per_pair = per_pair.reshape(shape)
     if all(_validate.is_concrete(v) for v in (scale, *params, eps)):
-        achieved = _max_exact_delta(family.name, params, scale, eps, kernel.name, pairs.symmetric)
+        certified = "exact" if "exact" in kernel.levels else level  # the tightest level it has
+        achieved = _max_exact_delta(family.name, params, scale, eps, noise_key, pairs.symmetric, level=certified)
     else:  # under a transformation the certificate is not computed
         achieved = None
     return Calibration(
@@ -561,7 +565,7 @@ def calibrate(
         binding=_binding(per_pair),
         delta_achieved=achieved,
         level=level,
-        noise=kernel.name,
+        noise=noise_key,
         eps=eps,
         delta=delta,
         converged=converged,

@@ -10,12 +10,13 @@ pairs of :mod:`jaxpuffer.losses` and, component by component, by the mixtures of
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import log_ndtr
 
-from .noise import log_mills, log_ndtr_accurate, shift_agm
+from .noise import kernels, log_mills, log_ndtr_accurate
 
 _EPS64 = float(np.finfo(np.float64).eps)
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -86,12 +87,10 @@ def standard_quadrature(h, d_mu, s, z_lo, z_hi):
 
 
 def coupling_kernel(noise, b, eps, extra_axes: int = 1):
-    """h(w): the hockey-stick of the noise against itself shifted by w (the per-point cost of (35));
-    ``w`` carries ``extra_axes`` trailing axes beyond the batch."""
+    """h(w): the per-point cost of (35) for the kernel ``noise`` (a name or a kernel: its
+    ``coupling_cost``); ``w`` carries ``extra_axes`` trailing axes beyond the batch."""
     b, eps = (x.reshape(x.shape + (1,) * extra_axes) for x in (b, eps))
-    if noise == "laplace":
-        return lambda w: jnp.maximum(-jnp.expm1(eps - jnp.abs(w) / b), 0.0)
-    return lambda w: shift_agm(jnp.abs(w), b, eps)
+    return partial(kernels.resolve(noise).coupling_cost, b=b, eps=eps)
 
 
 def coupling_quadrature(d_mu, d_sigma, b, eps, noise):
@@ -100,7 +99,7 @@ def coupling_quadrature(d_mu, d_sigma, b, eps, noise):
     has_s = s > 0
     s_safe = jnp.where(has_s, s, 1.0)
     h = coupling_kernel(noise, b, eps, extra_axes=2)
-    cut = eps * b if noise == "laplace" else jnp.zeros_like(b)  # h vanishes on (−cut, cut)
+    cut = kernels.resolve(noise).coupling_zero(b, eps)  # h vanishes on (−cut, cut)
     z_right, z_left = (cut - d_mu) / s_safe, (-cut - d_mu) / s_safe
     smooth = standard_quadrature(h, d_mu, s_safe, z_right, jnp.full_like(b, _Z_MAX)) + standard_quadrature(
         h, d_mu, s_safe, jnp.full_like(b, -_Z_MAX), z_left

@@ -45,7 +45,7 @@ from jax.nn import logsumexp
 
 from .couplings import quantile_masses, vmap_pairs
 from ._roots import newton_in_bracket
-from .noise import normal_mass, shift_agm
+from .noise import kernels, normal_mass
 
 _ULPS = 64
 _EPS64 = float(jnp.finfo(jnp.float64).eps)
@@ -217,11 +217,8 @@ def coupling_bound(x, p, q, b, eps, noise):
     mass = quantile_masses(p, q)
     w = jnp.abs(x[..., :, None] - x[..., None, :])
     b_, eps_ = b[..., None, None], eps[..., None, None]
-    if noise == "laplace":
-        h = jnp.maximum(-jnp.expm1(eps_ - w / jnp.where(b_ > 0, b_, 1.0)), 0.0)
-        h = jnp.where(b_ > 0, h, (w > 0).astype(w.dtype))
-    else:
-        h = jnp.where(b_ > 0, shift_agm(w, jnp.where(b_ > 0, b_, 1.0), eps_), (w > 0).astype(w.dtype))
+    b_safe = jnp.where(b_ > 0, b_, 1.0)
+    h = jnp.where(b_ > 0, kernels.resolve(noise).coupling_cost(w, b_safe, eps_), (w > 0).astype(w.dtype))
     return jnp.minimum(jnp.sum(mass * h, axis=(-2, -1)) * (1.0 + _ULPS * _EPS64), 1.0)
 
 

@@ -86,14 +86,14 @@ def mixture_differences(pairs):
 def mixture_coupling(w, d_mu, d_sigma, b, eps, noise: str = "laplace"):
     """The coupling bound of the GMM plan (12), level (24): Σ_ml w_ml U1(Δμ_ml, Δσ_ml; b), U1 the
     Monge bound (35) between components m and l. ``w``, ``d_mu``, ``d_sigma`` carry the component
-    axes (k, k) last; ``b``, ``eps`` the batch. Laplace noise: closed form; Gaussian noise (b the
-    std θ): composite Gauss–Legendre quadrature of the analytic Gaussian mechanism's δ."""
+    axes (k, k) last; ``b``, ``eps`` the batch. Laplace noise: closed form; other kernels (Gaussian:
+    b the std θ): composite Gauss–Legendre quadrature of the kernel's shift δ."""
     b_, eps_ = b[..., None, None], eps[..., None, None]
     if noise == "laplace":
         per_component = coupling_laplace_closed(d_mu, d_sigma, b_, eps_)
     else:
         d_mu, d_sigma, b_, eps_ = jnp.broadcast_arrays(d_mu, d_sigma, b_, eps_)
-        per_component = coupling_quadrature(d_mu, d_sigma, b_, eps_, "gaussian")
+        per_component = coupling_quadrature(d_mu, d_sigma, b_, eps_, noise)
     return jnp.minimum(jnp.sum(w * per_component, axis=(-2, -1)), 1.0)
 
 

@@ -66,9 +66,13 @@ def test_large_noise_leaves_no_rounding_floor():
 def test_gaussian_pair_near_tangent_slivers_are_sound():
     """Found by the harness (small ε, δ ~1e-13): a near-tangent bump of the log-ratio at a grid
     point or inside a cell; the flank roots from regula-falsi starts were 8 Newton steps short,
-    and δ came out up to 16x low."""
+    and δ came out up to 16x low. Third case (harness seed 17, σ ratio 1285, b 5e-10 below
+    b_pure): the log-ratio exceeds ε by 7e-9 in a far tail; the crossing's Newton estimate was
+    10⁴ units off and δ came out 5e-5 of the truth (2,718x below target); the crossings' brackets
+    are now bounded, not their estimates trusted."""
     cases = [((2.650280785077048, 7.006986352274962), (2.4068345445516877, 17.904901149053053), 0.28798296506549464, 6.973816181247548e-13),
-             ((-0.13749714102717656, 5.614229731012075), (-0.13793938022919403, 14.45072571512154), 0.02556555348641958, 8.904371077266548e-14)]
+             ((-0.13749714102717656, 5.614229731012075), (-0.13793938022919403, 14.45072571512154), 0.02556555348641958, 8.904371077266548e-14),
+             ((405.6923100953884, 5.567673793125873), (403.22775115346127, 7153.472375158812), 6.837335274478331, 1.0439339189970159e-24)]
     for (m1, s1), (m2, s2), eps, delta in cases:
         b = float(jp.calibrate(jp.PairSet(jp.Gaussian(m1, s1), jp.Gaussian(m2, s2)), eps, delta, level="exact").scale)
         assert exact_delta(([1.0], [m1], [s1]), ([1.0], [m2], [s2]), b, eps) <= delta * (1 + 1e-9)

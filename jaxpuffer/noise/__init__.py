@@ -17,6 +17,6 @@ from .convolved import (  # noqa: F401  (the evaluators' special functions)
     shift_agm,
     tail_normalized,
 )
-from .kernels import GeneralizedGaussian, Laplace, Normal, log_gammaincc, names, register, resolve
+from .kernels import GeneralizedGaussian, Laplace, Normal, gg_shift_delta, log_gammaincc, names, register, resolve
 
-__all__ = ["GeneralizedGaussian", "Laplace", "Normal", "log_gammaincc", "names", "register", "resolve"]
+__all__ = ["GeneralizedGaussian", "Laplace", "Normal", "gg_shift_delta", "log_gammaincc", "names", "register", "resolve"]

@@ -6,7 +6,11 @@ scale is what calibration solves for; the kernel holds only its shape):
 * ``log_density(z, b)``, ``log_cdf(z, b)``, ``log_sf(z, b)`` — in log space, so that a δ of
   1e-300 never comes out of 1 − 0.999…;
 * ``sample(key, shape, b)``; ``variance(b)``; ``name`` (the ``noise=`` string that selects it);
-* ``levels`` — the levels of :func:`jaxpuffer.calibrate` that have an evaluator for it.
+* ``levels`` — the levels of :func:`jaxpuffer.calibrate` that have an evaluator for it;
+* ``shift_delta(w, b, eps)`` — the exact hockey-stick δ between the kernel and its own shift by
+  w ≥ 0 (the point-mass / differential-privacy case); ``coupling_cost(w, b, eps)`` — the per-point
+  cost h(w) of the coupling bound U = E_π[h(|x − x'|)] (MATH.md §6, Appendix E), ≥ the shift δ, and
+  ``coupling_zero(b, eps)``, the shift below which that cost vanishes.
 
 Kernels are frozen dataclasses registered as pytrees: their shape parameters (GG's p) are leaves,
 so a kernel passes through ``jit``, ``vmap`` and ``grad``.
@@ -33,9 +37,11 @@ import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaincc, gammaln
 
-from .convolved import log_ndtr_accurate
+from .._roots import illinois
+from .convolved import log_ndtr_accurate, shift_agm
 
 _LOG_HALF = math.log(0.5)
+_EPS64 = 2.0**-52
 _ASYMPTOTIC_X = 200.0  # log Q(a, x) from its asymptotic series from here on
 _SERIES_TERMS = 11
 
@@ -79,6 +85,19 @@ class _Kernel:
         """log P(N ≤ z)."""
         return self.log_sf(-jnp.asarray(z, jnp.float64), b)
 
+    def coupling_cost(self, w, b, eps):
+        """h(w) of the coupling bound: the exact shift δ unless a kernel keeps a paper's form."""
+        return self.shift_delta(w, b, eps)
+
+    def coupling_zero(self, b, eps):
+        """The cost vanishes for |w| below this (0: nowhere known)."""
+        return jnp.zeros_like(b)
+
+    def calibration_key(self):
+        """What :func:`jaxpuffer.calibrate`'s compiled search is keyed on (static, hashable): the
+        name of a kernel without shape parameters."""
+        return self.name
+
     def __str__(self):
         return self.name
 
@@ -103,6 +122,18 @@ class Laplace(_Kernel):
     def variance(self, b):
         return 2.0 * jnp.square(b)
 
+    def shift_delta(self, w, b, eps):
+        """(1 − e^{(ε − w/b)/2})_+: the Laplace mechanism's exact δ for sensitivity w."""
+        return jnp.maximum(-jnp.expm1(0.5 * (eps - jnp.abs(w) / b)), 0.0)
+
+    def coupling_cost(self, w, b, eps):
+        """The paper's per-point bound (1 − e^{ε − w/b})_+ of (35) (level L1 of MATH.md §6), ≥ the
+        exact shift δ; kept so that the coupling level reproduces the Gaussian-priors paper."""
+        return jnp.maximum(-jnp.expm1(eps - jnp.abs(w) / b), 0.0)
+
+    def coupling_zero(self, b, eps):
+        return eps * b
+
 
 @dataclasses.dataclass(frozen=True)
 class Normal(_Kernel):
@@ -124,6 +155,10 @@ class Normal(_Kernel):
     def variance(self, b):
         return jnp.square(b)
 
+    def shift_delta(self, w, b, eps):
+        """The analytic Gaussian mechanism (Balle & Wang 2018) for sensitivity w, std b."""
+        return shift_agm(jnp.abs(w), b, eps)
+
 
 @dataclasses.dataclass(frozen=True)
 class GeneralizedGaussian(_Kernel):
@@ -132,6 +167,7 @@ class GeneralizedGaussian(_Kernel):
 
     p: Any
     name: ClassVar[str] = "generalized_gaussian"
+    levels: ClassVar[tuple] = ("coupling",)
 
     def __post_init__(self):
         from .. import _validate
@@ -151,6 +187,106 @@ class GeneralizedGaussian(_Kernel):
 
     def variance(self, b):
         return jnp.square(b) * jnp.exp(gammaln(3.0 / self.p) - gammaln(1.0 / self.p))
+
+    def shift_delta(self, w, b, eps):
+        """The exact hockey-stick δ between GG(0, b, p) and GG(w, b, p), p ≥ 1, as a certified upper
+        bound (see :func:`gg_shift_delta`)."""
+        return gg_shift_delta(self.p, jnp.abs(w) / b, eps)
+
+    def calibration_key(self):
+        """This kernel with p a Python float ≥ 1 (one compiled search per p; d scale / d p is not
+        available through ``calibrate``). p < 1 is refused: the log-ratio of two shifted GG(p)
+        densities is then not monotone and the shift δ has no half-line form."""
+        from .. import _validate
+
+        if not _validate.is_concrete(self.p):
+            raise ValueError("p of GeneralizedGaussian noise must be concrete to calibrate (it keys the compiled search)")
+        p = float(self.p)
+        if not p >= 1.0:
+            raise ValueError(f"p must be >= 1 to calibrate GeneralizedGaussian noise (p < 1: the shift's privacy loss is not monotone); got {p!r}")
+        return GeneralizedGaussian(p)
+
+
+# GG shift δ: the relative margin on D(u) = |u − d|^p − |u|^p that makes both bracket ends certain
+# (D is formed in expm1/log1p forms, accurate to a few ulps where it matters), the relative error
+# allowed for each CDF value, in ulps of 1 + |log Q| (``log_gammaincc`` against mpmath on 600
+# points x ∈ [1e-10, 760] per p: worst 18 for p ∈ {1, …, 8}, 59 for p = 16), and the root solver's steps.
+_ROOT_MARGIN = 1e-13
+_CDF_ULPS = 128.0
+_ILLINOIS_STEPS = 40
+_TAIL_X = 745.0  # (|u|)^p beyond which the standard GG tail is below 1e-300: δ ≤ F(−u) ≈ 0
+
+
+def _gg_gap(u, d, p):
+    """D(u) = |u − d|^p − |u|^p (d ≥ 0), non-increasing in u for p ≥ 1, without cancellation:
+    u ≤ 0: |u|^p expm1(p log1p(d/|u|)); u > 0: u^p expm1(p log((d − u)/u))."""
+    a = jnp.abs(u)
+    a_safe = jnp.where(a > 0, a, 1.0)
+    left = a_safe**p * jnp.expm1(p * jnp.log1p(d / a_safe))
+    right = a_safe**p * jnp.expm1(p * jnp.log(jnp.abs(d - u) / a_safe))
+    right = jnp.where(d - u > 0, right, -jnp.abs(u - d) ** p - a**p)  # u ≥ d: both terms one sign
+    return jnp.where(a == 0, d**p, jnp.where(u < 0, left, right))
+
+
+def _gg_gap_slope(u, d, p):
+    """|D'(u)| = p(|u − d|^{p−1} + sgn(u)|u|^{p−1}) (an estimate: it only sizes the bracket)."""
+    return p * jnp.abs(jnp.abs(u - d) ** (p - 1.0) + jnp.sign(u) * jnp.abs(u) ** (p - 1.0))
+
+
+def gg_shift_delta(p, d, eps):
+    """δ = sup_B P(B) − e^ε Q(B) for P = GG(0, 1, p), Q = GG(d, 1, p) (shift d = w/b ≥ 0), p ≥ 1.
+
+    For p ≥ 1 the log-ratio log P − log Q = D(y) = |y − d|^p − |y|^p is non-increasing, so
+    {P > e^ε Q} is the half-line y < y* with D(y*) = ε, and δ = F(y*) − e^ε F(y* − d), F the GG
+    CDF (issue 12; for p = 1 the Laplace mechanism's 1 − e^{(ε − d)/2}, for p = 2 the analytic
+    Gaussian mechanism with θ = 1/√2). The root ŷ of D − ε in [max(−745^{1/p}, −2a₀), d/2],
+    a₀ = (ε/(pd))^{1/(p−1)} (D(−2a₀) ≥ ε by convexity; checked), comes from Illinois regula
+    falsi and is bracketed, a = ŷ − h ≤ y* ≤ c = ŷ + h, by checking
+    D(a) ≥ ε(1 + 10⁻¹³) and D(c) ≤ ε(1 − 10⁻¹³). As δ(y) = F(y) − e^ε F(y − d) is stationary
+    at y*, δ ≤ δ(ŷ) + (c − a) max_[a,c] p|1 − e^{ε − D}| (second order in the bracket), with each
+    CDF moved by its error bound: an upper bound. Where the check fails the bound is
+    F(d/2) − e^ε F(−745^{1/p} − d) (loose, still an upper bound). Roots beyond |y|^p = 745 leave
+    δ ≤ F(−745^{1/p}) < 1e-300, returned as such. Relative looseness: about
+    3e-14 (1 + |log F(y*)|) F(y*)/δ, from the CDFs' error bounds — ≤ 1e-9 for δ ≥ 1e-30 and
+    ε ≥ 0.1, up to 1e-7 at δ = 1e-287 and 6e-7 at ε = 1e-3 with a shift ≪ ε (where δ ≪ F(y*)).
+    p < 1 (the log-ratio is not monotone) gives NaN: the caller refuses it.
+    """
+    p, d, eps = jnp.broadcast_arrays(*(jnp.asarray(v, jnp.float64) for v in (p, d, eps)))
+    far = -(_TAIL_X ** (1.0 / p))
+    half = 0.5 * d
+    gap = lambda u: _gg_gap(u, d, p) - eps  # noqa: E731
+    # D(u) ≥ p d |u|^{p−1} for u ≤ 0 (convexity), so D(−2a₀) ≥ 2^{p−1} ε, a₀ = (ε/(pd))^{1/(p−1)}:
+    # the search starts there where that is checked (p = 1: at 0, D = d on u ≤ 0), else at `far`
+    near = jnp.maximum(far, -2.0 * (eps / (p * d)) ** (1.0 / (p - 1.0)))
+    near = jnp.where(jnp.isfinite(near), near, far)
+    f_near = gap(near)
+    far = jnp.where(f_near >= eps * _ROOT_MARGIN, near, far)
+    f_far = gap(far)
+    found = f_far >= eps * _ROOT_MARGIN  # else the root (if any) lies beyond `far`
+    root = illinois(gap, far, half, f_far, -eps, _ILLINOIS_STEPS)
+    h = 8.0 * _ROOT_MARGIN * eps / jnp.maximum(_gg_gap_slope(root, d, p), 1e-300) + 4.0 * _EPS64 * (jnp.abs(root) + d)
+    a, c = jnp.maximum(root - h, far), jnp.minimum(root + h, half)
+    gap_a, gap_c = _gg_gap(a, d, p), _gg_gap(c, d, p)
+    sure = found & (gap_a >= eps * (1.0 + _ROOT_MARGIN)) & (gap_c <= eps * (1.0 - _ROOT_MARGIN))
+    # δ(y) = F(y) − e^ε F(y − d) is stationary at y*: δ(y*) ≤ δ(ŷ) + (c − a) max_[a,c] |p − e^ε q|,
+    # and |p − e^ε q| = p |1 − e^{ε − D}| ≤ p(t₀) expm1(g) on [a, c] (t₀ its point nearest 0)
+    g = jnp.maximum(gap_a - eps, eps - gap_c) + 2.0 * _ROOT_MARGIN * eps
+    t0 = jnp.clip(0.0, a, c)
+    log_peak = jnp.log(p) - math.log(2.0) - gammaln(1.0 / p) - jnp.abs(t0) ** p
+    second_order = jax.lax.stop_gradient(jnp.where(sure, (c - a) * jnp.exp(log_peak) * jnp.expm1(g) * (1.0 + 1e-12), 0.0))
+    # where unsure: the whole interval (a loose upper bound); where no root: δ ≤ F(far) ≈ 0.
+    # The ends carry no gradient: δ is stationary in y at y* (envelope theorem), so ∂δ/∂(d, ε, p)
+    # comes from the CDFs alone
+    y_p = jax.lax.stop_gradient(jnp.where(sure, root, jnp.where(found, half, far)))
+    y_q = jax.lax.stop_gradient(jnp.where(sure, root, far))
+    log_qp = log_gammaincc(1.0 / p, jnp.abs(y_p) ** p)
+    log_fp = jnp.where(y_p <= 0, _LOG_HALF + log_qp, _log1m_half_exp(log_qp))  # log F(y_p)
+    log_qq = log_gammaincc(1.0 / p, (d - y_q) ** p)
+    log_fq = _LOG_HALF + log_qq  # log F(y_q − d), y_q − d ≤ 0
+    fp = jnp.exp(log_fp) * (1.0 + _CDF_ULPS * _EPS64 * (1.0 + jnp.abs(log_qp)))
+    fq = jnp.exp(eps + log_fq) * (1.0 - _CDF_ULPS * _EPS64 * (1.0 + jnp.abs(log_qq)))
+    value = jnp.where(found, fp - fq, fp) + second_order
+    return jnp.where(p >= 1.0, jnp.clip(value, 0.0, 1.0), jnp.nan)
 
 
 jax.tree_util.register_dataclass(Laplace, data_fields=[], meta_fields=[])

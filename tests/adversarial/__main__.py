@@ -54,6 +54,7 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
                     if ratio > 1 + TOL:
                         stats["violations"] += 1
                         bad.append((family, noise, ratio, job))
+                        _report(family, noise, ratio, job, out)
                     if tight is None:
                         stats["zero"] += 1
                     else:
@@ -73,10 +74,16 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
           f"calls not converged {stats['unconverged']}", file=out)
     for (family, noise), (n_loose, n) in sorted(loose.items()):
         print(f"  {family:9s} {noise:9s} not tight {n_loose}/{n}", file=out)
-    for family, noise, ratio, (first, second, b, eps, target, _) in bad[:20]:
-        print(f"VIOLATION {family} {noise} ratio {ratio:.6g}: first={[list(map(float, a)) for a in first]} "
-              f"second={[list(map(float, a)) for a in second]} b={b!r} eps={eps!r} delta={target!r}", file=out)
+    for family, noise, ratio, job in bad[:20]:
+        _report(family, noise, ratio, job, out)
     return stats, bad
+
+
+def _report(family, noise, ratio, job, out):
+    """One violation as a reproducer line (printed when found, and again in the summary)."""
+    first, second, b, eps, target, _ = job
+    print(f"VIOLATION {family} {noise} ratio {ratio:.6g}: first={[list(map(float, a)) for a in first]} "
+          f"second={[list(map(float, a)) for a in second]} b={b!r} eps={eps!r} delta={target!r}", file=out, flush=True)
 
 
 def _duration(text: str) -> float:
