@@ -25,8 +25,12 @@ tail-normalized form (no cancellation of the ±y/b terms), then refined:
     and, where the peak is above 0, its two crossings, Newton starting from the zero of the
     parabola with its vertex at the peak (issue 17: near-tangent slivers at small ε, δ ~1e-13,
     were under-measured up to 16x with regula-falsi starts).
-Where more crossings or peaks are found than the fixed budget, that order's δ is the L1 coupling
-bound instead (≥ δ). Signs within a rounding-noise floor count as non-positive and raise δ by the
+Every crossing is kept as a *bracket* with f of known sign at both ends (Newton, then 16
+bisection steps, :func:`jaxpuffer._roots.newton_bracket`): masses are taken up to the bracket's
+end where f > 0, and what the bracket holds is added as width × p(t₀) × (1 − e^{−F}), F a tent
+bound on f from log-concave slope bounds (issue 17: an unconverged far-tail estimate had made δ
+2,718x too small). Where more crossings or peaks are found than the fixed budget, that order's δ
+is the L1 coupling bound instead (≥ δ). Signs within a rounding-noise floor count as non-positive and raise δ by the
 floor, and δ is rounded up by a bound on the rounding error of its CDF differences: the value
 returned never falls below the true δ by more than round-off of round-off, so calibrating to it
 errs on the safe side. The crossings are computed under ``stop_gradient``: the integrand
@@ -228,8 +232,8 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # masses are then taken between points where f > 0, and what a bracket holds is bounded
     # apart — ∫ (p − e^ε q)_+ ≤ ∫ p (1 − e^{−f})_+ ≤ (width) p(t₀)(1 − e^{−F}) with t₀ the
     # bracket's point nearest the median of p (unimodal) and F = (f(lo) + f(hi))/2 + L width/2 ≥
-    # sup f there (L ≥ |f'| on the bracket, below; ≤ 2/b). Issue 17: 8 Newton steps left a far-tail crossing (σ ratio 1285)
-    # 10⁴ units off, and the mass up to the estimate came out 5e-5 of the true δ.
+    # sup f there (L ≥ |f'| on the bracket, below; ≤ 2/b). Issue 17: 8 Newton steps left a
+    # far-tail crossing (σ ratio 1285) 10⁴ units off; the mass up to it was 5e-5 of the true δ.
     ends = jnp.where(f_lo_b > 0, lo_b, hi_b)
     roots = jax.lax.stop_gradient(jnp.where(used & jnp.isfinite(ends), ends, y[0]))
     width = jnp.where(used, jnp.abs(hi_b - lo_b), 0.0)

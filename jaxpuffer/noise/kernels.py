@@ -193,6 +193,9 @@ class GeneralizedGaussian(_Kernel):
         bound (see :func:`gg_shift_delta`)."""
         return gg_shift_delta(self.p, jnp.abs(w) / b, eps)
 
+    def __str__(self):
+        return f"{self.name}(p={self.p})"
+
     def calibration_key(self):
         """This kernel with p a Python float ≥ 1 (one compiled search per p; d scale / d p is not
         available through ``calibrate``). p < 1 is refused: the log-ratio of two shifted GG(p)
