@@ -54,8 +54,7 @@ from . import _validate
 from .bounds import _gaussian_pairs
 from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, crossing_start, newton_bracket, quadratic_start
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
-from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass
-from .noise.convolved import _log_tail_term, _standardize
+from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass, tail_normalized
 from .losses_discrete import discrete_delta, discrete_probabilistic
 from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from .pairs import PairSet
@@ -148,14 +147,6 @@ def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
 # ----------------------------------------------------------------------------- Laplace noise
 
 
-def _log_slope(z, sigma, b):
-    """d/dz log p(z) for p = N(0, σ²) ⊛ Laplace(b): tanh((T(−u, v) − T(u, v))/2)/b, T the log
-    of each tail term of MATH.md §6 (the φ terms of p' cancel); −sgn(z)/b for σ = 0."""
-    point, u, v = _standardize(z, sigma, b)
-    smooth = jnp.tanh(0.5 * (_log_tail_term(-u, v) - _log_tail_term(u, v))) / b
-    return jnp.where(point, -jnp.sign(z) / b, smooth)
-
-
 def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     """(δ for order 1→2, δ for order 2→1, resolved) for one Gaussian pair under Laplace(b).
 
@@ -240,8 +231,8 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # |f'| on the bracket: both densities are log-concave, so each log-slope s_k decreases and
     # s_1 − s_2 lies between s_1(hi) − s_2(lo) and s_1(lo) − s_2(hi) (flat tails: nearly 0)
     left, right = jnp.minimum(lo_b, hi_b), jnp.maximum(lo_b, hi_b)
-    slope_1l, slope_1r = _log_slope(left - m1_, s1_, b_), _log_slope(right - m1_, s1_, b_)
-    slope_2l, slope_2r = _log_slope(left - m2_, s2_, b_), _log_slope(right - m2_, s2_, b_)
+    slope_1l, slope_1r = (tail_normalized(x - m1_, s1_, b_, True)[1] for x in (left, right))
+    slope_2l, slope_2r = (tail_normalized(x - m2_, s2_, b_, True)[1] for x in (left, right))
     lip = jnp.maximum(jnp.abs(slope_1r - slope_2l), jnp.abs(slope_1l - slope_2r)) + 1e-12 / b_
     tent = jnp.maximum(0.5 * (f_lo_b + f_hi_b) + 0.5 * jnp.minimum(lip, 2.0 / b_) * width, 0.0)
     mu_p, s_p = jnp.where(sgn > 0, m1_, m2_), jnp.where(sgn > 0, s1_, s2_)
