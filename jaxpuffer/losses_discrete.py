@@ -16,7 +16,8 @@ each segment p − e^ε q = (α e^{−t/b} + β e^{−(L−t)/b})/2b with α = A
 of the single root t* = (L + b log(−α/β))/2. Beyond the outer atoms it is an exponential of
 constant sign. δ = Σ of [P − e^ε Q] over those pieces, each piece's masses in closed form
 (expm1, no cancellation); it is rounded up by ``_ULPS`` ulps of the masses involved and of every
-segment whose α or β sign is within rounding of zero.
+segment whose α or β sign is within rounding of zero (not where both weights are exactly 0: that
+zero is exact).
 
 **Exact, Gaussian noise — certified grid.** r(y) = log p(y) − log q(y) − ε is evaluated (log-sum-exp)
 on ``_GRID`` points over [x_1 − Tθ, x_n + Tθ], T = 12 (P's mass beyond, < 2·1.8e-33, is added to
@@ -24,10 +25,25 @@ on ``_GRID`` points over [x_1 − Tθ, x_n + Tθ], T = 12 (P's mass beyond, < 2�
 posterior means of the atom), and δ = Σ [P − e^ε Q] over the positive pieces, in Φ-differences.
 Certification: f = p − e^ε q = Σ c_k φ_θ(y − x_k) has at most S⁻(c) zeros (the Gaussian kernel is
 totally positive; S⁻ = sign changes of c_k = p_k − e^ε q_k). When the grid finds S⁻(c) sign
-changes, every root is found, one per cell, and δ is exact. Otherwise each cell is tested with
-the curvature bound |r''| ≤ R²/(4θ⁴), R = x_n − x_1 (r'' = (Var_p − Var_q)/θ⁴ of the posterior over
-atoms): a cell that might hide an excursion above 0, a dip below 0, or a second root adds its
-P (and/or e^ε Q) mass to δ. The result is never below the true δ; it is tight unless θ ≪ R.
+changes, every root is found, one per cell, and δ is exact. Otherwise every cell [a, c] is proven
+by an enclosure of r. Up to constants, log p(y) = L_p(y) − y²/2θ² with
+L_p(y) = log Σ p_k e^{(x_k y − x_k²/2)/θ²} convex (a log-sum-exp of affine functions), L_p' =
+m_p(y)/θ² (m_p the posterior mean of the atom), and likewise for q; so r = L_p − L_q − ε is a
+difference of convex functions. On the cell L_p lies below its chord and above its tangents at a
+and c, and L_q too, which gives
+
+    r ≤ min(r(a) + s·g₁, r(c) + (h − s)·g₂),   g₁ = Δlog p/h − (log q)'(a) + h/2θ²,
+                                               g₂ = (log q)'(c) − Δlog p/h + h/2θ²,
+
+(s = y − a, h = c − a; the lower bound with p and q exchanged), maximised in closed form (the
+minimum of two lines), and r' = L_p' − L_q' ≥ (m_p(a) − m_q(c))/θ² (≤ (m_p(c) − m_q(a))/θ²), so
+a cell whose posterior means separate holds one monotone root. The enclosure is exact where the
+posteriors do not move across the cell and loose only where they do. A cell it cannot prove to
+have the sign pattern of its ends (a peak above 0 between negative ends, a dip between positive
+ends, a sign change that may hide three roots) is subdivided — the ``_REFINE_CELLS`` largest such
+cells into ``_REFINE_POINTS`` points each — and analysed again; a subcell still unproven adds its
+P mass (and, for dips and triple roots, its e^ε Q mass) to δ. The result is never below the true
+δ.
 
 The same regions give the *probabilistic* δ of the Kantorovich paper's Theorem 3 (δ-approximation):
 P_{Y∼p}(log p(Y)/q(Y) > ε) = P(A), A = {p > e^ε q}, which is ≥ the hockey-stick P(A) − e^ε Q(A).
@@ -53,6 +69,8 @@ _GRID = 1024  # grid points for Gaussian noise
 _TAIL_SIGMAS = 12.0
 _TAIL_MASS = 1.8e-33  # ≥ Φ(−12)
 _NEWTON_STEPS = 8
+_REFINE_CELLS = 8  # unproven grid cells subdivided per pair and order
+_REFINE_POINTS = 33  # points per subdivided cell
 
 
 # ----------------------------------------------------------------------------- no noise
@@ -100,7 +118,9 @@ def _laplace_hockey(x, p, q, b, eps):
     tails_p = 0.5 * jnp.stack([Bp[..., 0], Ap[..., -1]])
     tails_q = 0.5 * jnp.stack([Bq[..., 0], Aq[..., -1]])
     tails_in = tails_p - e_eps[..., 0] * tails_q > 0
-    tails_amb = jnp.abs(tails_p - e_eps[..., 0] * tails_q) <= tol * (tails_p + e_eps[..., 0] * tails_q)
+    # a sign within rounding of zero is ambiguous; an exact 0 of two zero weights is not
+    within = lambda diff, scale: (jnp.abs(diff) <= tol * scale) & (scale > 0)  # noqa: E731
+    tails_amb = within(tails_p - e_eps[..., 0] * tails_q, tails_p + e_eps[..., 0] * tails_q)
     # segments m = 1 … n−1
     ap, aq, bp, bq = Ap[..., :-1], Aq[..., :-1], Bp[..., 1:], Bq[..., 1:]
     alpha, beta = ap - e_eps * aq, bp - e_eps * bq
@@ -116,7 +136,7 @@ def _laplace_hockey(x, p, q, b, eps):
     mass_p = 0.5 * (ap * from_left + bp * from_right)
     mass_q = 0.5 * (aq * from_left + bq * from_right)
     seg_total = -0.5 * jnp.expm1(-gap / b_) * (ap + bp + e_eps * (aq + bq))
-    ambiguous = (jnp.abs(alpha) <= tol * (ap + e_eps * aq)) | (jnp.abs(beta) <= tol * (bp + e_eps * bq))
+    ambiguous = within(alpha, ap + e_eps * aq) | within(beta, bp + e_eps * bq)
     value = jnp.sum(jnp.maximum(mass_p - e_eps * mass_q, 0.0), axis=-1)
     value += jnp.sum(jnp.where(tails_in, tails_p - e_eps[..., 0] * tails_q, 0.0), axis=0)
     slack = jnp.sum(mass_p + e_eps * mass_q + jnp.where(ambiguous, seg_total, 0.0), axis=-1)
@@ -137,53 +157,92 @@ def _sign_changes(c):
     return jnp.sum(nonzero & (prev != 0) & (s != prev))
 
 
+def _cell_upper(h, ra, rc, g1, g2):
+    """max over s ∈ [0, h] of min(ra + s·g1, rc + (h − s)·g2) (a concave function; g1 + g2 ≥ 0)."""
+    ends = jnp.maximum(jnp.minimum(ra, rc + h * g2), jnp.minimum(ra + h * g1, rc))
+    total = g1 + g2
+    s = (rc - ra + h * g2) / jnp.where(total > 0, total, 1.0)
+    inside = (total > 0) & (s > 0) & (s < h)
+    return jnp.maximum(ends, jnp.where(inside, ra + s * g1, -jnp.inf))
+
+
 def _gaussian_regions_one(x, p, q, theta, eps):
     """(hockey-stick δ, probabilistic δ) of one pair, one order, Gaussian noise std θ > 0."""
     e_eps = jnp.exp(eps)
     log_p = jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)), -jnp.inf)
     log_q = jnp.where(q > 0, jnp.log(jnp.where(q > 0, q, 1.0)), -jnp.inf)
 
+    def evaluate(y):
+        """log Σ w_k φ_θ(y − x_k) (less the constant log θ√2π) and the posterior mean of the atom,
+        for w = p and w = q."""
+        out = []
+        for log_w in (log_p, log_q):
+            a = log_w - 0.5 * ((y[..., None] - x) / theta) ** 2
+            lse = logsumexp(a, axis=-1)
+            out += [lse, jnp.sum(jnp.exp(a - lse[..., None]) * x, axis=-1)]
+        return out
+
     def r_and_slope(y):
-        z = (y[..., None] - x) / theta
-        ap, aq = log_p - 0.5 * z**2, log_q - 0.5 * z**2
-        lp, lq = logsumexp(ap, axis=-1), logsumexp(aq, axis=-1)
-        mp = jnp.sum(jnp.exp(ap - lp[..., None]) * x, axis=-1)
-        mq = jnp.sum(jnp.exp(aq - lq[..., None]) * x, axis=-1)
+        lp, mp, lq, mq = evaluate(y)
         return lp - lq - eps, (mp - mq) / theta**2
+
+    def masses(u, v):
+        cell = normal_mass((u[..., None] - x) / theta, (v[..., None] - x) / theta)
+        return jnp.sum(p * cell, axis=-1), jnp.sum(q * cell, axis=-1)
+
+    def cells(y):
+        """Per cell of the ascending points y (last axis): P and Q masses of its positive piece,
+        the P and Q slack it needs where the enclosure does not prove its sign pattern, and
+        whether it needs any."""
+        lp, mp, lq, mq = evaluate(y)
+        r = lp - lq - eps
+        pos = r > 0
+        ra, rc, a, c = r[..., :-1], r[..., 1:], y[..., :-1], y[..., 1:]
+        change = pos[..., :-1] != pos[..., 1:]
+        root = newton_in_bracket(r_and_slope, a, c, ra, rc, _NEWTON_STEPS)
+        root = jax.lax.stop_gradient(jnp.where(change, root, a))
+        u = jnp.where(pos[..., :-1], a, root)  # the positive piece [u, v] of each cell
+        v = jnp.where(pos[..., 1:], c, root)
+        has_piece = pos[..., :-1] | pos[..., 1:]
+        piece_p, piece_q = masses(u, v)
+        cell_p, cell_q = masses(a, c)
+        # the convex-minus-convex enclosure of r on each cell (module docstring)
+        h = jax.lax.stop_gradient(c - a)
+        k = h / (2.0 * theta**2)
+        dp, dq = (mp - y) / theta**2, (mq - y) / theta**2  # (log p)', (log q)'
+        slope_p = (lp[..., 1:] - lp[..., :-1]) / h
+        slope_q = (lq[..., 1:] - lq[..., :-1]) / h
+        upper = _cell_upper(h, ra, rc, slope_p - dq[..., :-1] + k, dq[..., 1:] - slope_p + k)
+        lower = -_cell_upper(h, -ra, -rc, slope_q - dp[..., :-1] + k, dp[..., 1:] - slope_q + k)
+        ends = lambda t: jnp.abs(t[..., :-1]) + jnp.abs(t[..., 1:])  # noqa: E731
+        size = ends(lp) + ends(lq) + jnp.abs(eps) + h * (ends(dp) + ends(dq) + k)
+        mean_margin = _ULPS * _EPS64 * (ends(mp) + ends(mq))
+        rising = mp[..., :-1] - mq[..., 1:] > mean_margin  # r' ≥ (m_p(a) − m_q(c))/θ² > 0
+        falling = mq[..., :-1] - mp[..., 1:] > mean_margin  # r' ≤ (m_p(c) − m_q(a))/θ² < 0
+        hidden_peak = ~has_piece & ~(upper + _ULPS * _EPS64 * size <= 0)
+        hidden_dip = pos[..., :-1] & pos[..., 1:] & ~(lower - _ULPS * _EPS64 * size > 0)
+        many_roots = change & ~jnp.where(pos[..., 1:], rising, falling)
+        flagged = hidden_peak | hidden_dip | many_roots
+        return (jnp.where(has_piece, piece_p, 0.0), jnp.where(has_piece, piece_q, 0.0),
+                jnp.where(flagged, cell_p, 0.0), jnp.where(hidden_dip | many_roots, cell_q, 0.0), flagged, change)
 
     lo, hi = x[0] - _TAIL_SIGMAS * theta, x[-1] + _TAIL_SIGMAS * theta
     y = jnp.linspace(lo, hi, _GRID)
-    h = (hi - lo) / (_GRID - 1)
-    r, _ = r_and_slope(y)
-    pos = r > 0
-    ra, rc, a, c = r[:-1], r[1:], y[:-1], y[1:]
-    change = pos[:-1] != pos[1:]
-    root = newton_in_bracket(r_and_slope, a, c, ra, rc, _NEWTON_STEPS)
-    root = jax.lax.stop_gradient(jnp.where(change, root, a))
-    u = jnp.where(pos[:-1], a, root)  # positive piece [u, v] of each cell
-    v = jnp.where(pos[1:], c, root)
-    has_piece = pos[:-1] | pos[1:]
-
-    def masses(u, v):
-        zu, zv = (u[..., None] - x) / theta, (v[..., None] - x) / theta
-        cell = normal_mass(zu, zv)
-        return jnp.sum(p * cell, axis=-1), jnp.sum(q * cell, axis=-1)
-
-    mp, mq = masses(u, v)
-    mp, mq = jnp.where(has_piece, mp, 0.0), jnp.where(has_piece, mq, 0.0)
-    cell_p, cell_q = masses(a, c)
-    # certification (see the module docstring)
+    piece_p, piece_q, slack_p, slack_q, flagged, change = cells(y)
+    # the cells that could not be proven (largest slack first) are subdivided and analysed again
+    need = jnp.where(flagged, slack_p + e_eps * slack_q, -1.0)
+    pick = jax.lax.top_k(need, _REFINE_CELLS)[1]
+    fine = y[pick][:, None] + (y[pick + 1] - y[pick])[:, None] * jnp.linspace(0.0, 1.0, _REFINE_POINTS)
+    fine = fine.at[:, -1].set(y[pick + 1])
+    sub = [t.sum(axis=-1) for t in cells(fine)[:4]]
+    refined = [t.sum() - t[pick].sum() + s.sum() for t, s in zip((piece_p, piece_q, slack_p, slack_q), sub)]
+    coarse = [t.sum() for t in (piece_p, piece_q, slack_p, slack_q)]
+    # the sign changes of c_k = p_k − e^ε q_k bound the roots (module docstring): when the grid
+    # found that many, every cell's pattern is proven and the coarse pass is exact
     exact = jnp.sum(change) == _sign_changes(p - e_eps * q)
-    spread = x[-1] - x[0]
-    curv = spread**2 / (4.0 * theta**4)
-    bow = curv * h**2 / 8.0
-    hidden_peak = ~pos[:-1] & ~pos[1:] & (jnp.maximum(ra, rc) + bow > 0)
-    hidden_dip = pos[:-1] & pos[1:] & (jnp.minimum(ra, rc) - bow < 0)
-    many_roots = change & (jnp.abs(rc - ra) <= curv * h**2)
-    slack_p = jnp.where(exact, 0.0, jnp.sum(jnp.where(hidden_peak | many_roots | hidden_dip, cell_p, 0.0)))
-    slack_q = jnp.where(exact, 0.0, jnp.sum(jnp.where(hidden_dip | many_roots, cell_q, 0.0)))
+    p_a, q_a, slack_p, slack_q = (jnp.where(exact, t0, t1) for t0, t1 in zip(coarse, refined))
+    slack_p, slack_q = jnp.where(exact, 0.0, slack_p), jnp.where(exact, 0.0, slack_q)
     tail = 2.0 * _TAIL_MASS  # P's mass beyond the grid on either side; its e^ε Q part only lowers δ
-    p_a, q_a = jnp.sum(mp), jnp.sum(mq)
     rounding = _ULPS * _EPS64 * (p_a + e_eps * q_a)
     hockey = jnp.maximum(p_a - e_eps * q_a, 0.0) + rounding + slack_p + e_eps * slack_q + tail
     prob = p_a + rounding + slack_p + tail
