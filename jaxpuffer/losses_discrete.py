@@ -60,7 +60,7 @@ import jax.numpy as jnp
 from jax.nn import logsumexp
 
 from .couplings import quantile_masses, vmap_pairs
-from ._roots import newton_in_bracket
+from ._roots import newton_bracket
 from .noise import kernels, normal_mass
 
 _ULPS = 64
@@ -68,7 +68,8 @@ _EPS64 = float(jnp.finfo(jnp.float64).eps)
 _GRID = 1024  # grid points for Gaussian noise
 _TAIL_SIGMAS = 12.0
 _TAIL_MASS = 1.8e-33  # ≥ Φ(−12)
-_NEWTON_STEPS = 8
+_NEWTON_STEPS = 24  # safeguarded Newton steps per root (only the cells with a sign change)
+_BISECTIONS = 40  # then bisection, where Newton stalled (the root's bracket is held in δ)
 _REFINE_CELLS = 8  # unproven grid cells subdivided per pair and order
 _REFINE_POINTS = 33  # points per subdivided cell
 
@@ -166,8 +167,29 @@ def _cell_upper(h, ra, rc, g1, g2):
     return jnp.maximum(ends, jnp.where(inside, ra + s * g1, -jnp.inf))
 
 
+def _root_brackets(fun_and_slope, a, c, fa, fc, change, pool):
+    """Brackets [lo, hi] (lo on a's side) of the roots in the cells [a, c] where ``change``, and
+    the larger of r at their ends (≥ 0), for
+    the first ``pool`` of them (the roots number at most S⁻(c) < atoms, so the pool holds them
+    all but where rounding adds sign changes), and which cells were in the pool; other cells get
+    lo = hi = a. Safeguarded Newton then bisection: near-tangent flanks need more than 12 steps."""
+    shape, flat = change.shape, lambda t: t.reshape(-1)  # noqa: E731
+    count = jnp.sum(change)
+    idx = jnp.nonzero(flat(change), size=pool, fill_value=0)[0]
+    idx = jnp.where(jnp.arange(pool) < count, idx, flat(change).size)  # past the end: dropped
+    a_k, c_k, fa_k, fc_k = (flat(t)[jnp.minimum(idx, flat(t).size - 1)] for t in (a, c, fa, fc))
+    start = a_k - fa_k * (c_k - a_k) / jnp.where(fc_k != fa_k, fc_k - fa_k, 1.0)
+    lo_k, hi_k, f_lo, f_hi = newton_bracket(fun_and_slope, a_k, c_k, fa_k, fc_k, _NEWTON_STEPS, start, _BISECTIONS)
+    scatter = lambda v, fill: jax.lax.stop_gradient(flat(fill).at[idx].set(v, mode="drop").reshape(shape))  # noqa: E731
+    in_pool = jnp.zeros(flat(change).shape, bool).at[idx].set(True, mode="drop").reshape(shape)
+    top = jnp.maximum(jnp.maximum(f_lo, f_hi), 0.0)  # f at the bracket's positive end
+    return scatter(lo_k, a), scatter(hi_k, a), scatter(top, jnp.zeros_like(a)), in_pool
+
+
 def _gaussian_regions_one(x, p, q, theta, eps):
-    """(hockey-stick δ, probabilistic δ) of one pair, one order, Gaussian noise std θ > 0."""
+    """(hockey-stick δ, probabilistic δ, diagnostics) of one pair, one order, Gaussian noise std
+    θ > 0; diagnostics: (grid cells unproven, of them subdivided, subcells still unproven, whether
+    the sign-change count proved the grid exact)."""
     e_eps = jnp.exp(eps)
     log_p = jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)), -jnp.inf)
     log_q = jnp.where(q > 0, jnp.log(jnp.where(q > 0, q, 1.0)), -jnp.inf)
@@ -199,13 +221,17 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         pos = r > 0
         ra, rc, a, c = r[..., :-1], r[..., 1:], y[..., :-1], y[..., 1:]
         change = pos[..., :-1] != pos[..., 1:]
-        root = newton_in_bracket(r_and_slope, a, c, ra, rc, _NEWTON_STEPS)
-        root = jax.lax.stop_gradient(jnp.where(change, root, a))
-        u = jnp.where(pos[..., :-1], a, root)  # the positive piece [u, v] of each cell
-        v = jnp.where(pos[..., 1:], c, root)
+        lo, hi, top, in_pool = _root_brackets(r_and_slope, a, c, ra, rc, change, x.shape[-1] + 2)
+        # the positive piece [u, v] of each cell stops at its root's bracket, whose P mass is held
+        u = jnp.where(pos[..., :-1], a, hi)
+        v = jnp.where(pos[..., 1:], c, lo)
         has_piece = pos[..., :-1] | pos[..., 1:]
         piece_p, piece_q = masses(u, v)
         cell_p, cell_q = masses(a, c)
+        # on the bracket ∫ [p − e^ε q]_+ ≤ P·(1 − e^{−sup r}), sup r ≤ r(positive end) + |r'|·width,
+        # |r'| = |m_p − m_q|/θ² ≤ (x_n − x_1)/θ²
+        sup_r = top + (hi - lo) * (x[-1] - x[0]) / theta**2
+        held = jnp.where(change, masses(lo, hi)[0] * -jnp.expm1(-sup_r), 0.0)
         # the convex-minus-convex enclosure of r on each cell (module docstring)
         h = jax.lax.stop_gradient(c - a)
         k = h / (2.0 * theta**2)
@@ -221,38 +247,40 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         falling = mq[..., :-1] - mp[..., 1:] > mean_margin  # r' ≤ (m_p(c) − m_q(a))/θ² < 0
         hidden_peak = ~has_piece & ~(upper + _ULPS * _EPS64 * size <= 0)
         hidden_dip = pos[..., :-1] & pos[..., 1:] & ~(lower - _ULPS * _EPS64 * size > 0)
-        many_roots = change & ~jnp.where(pos[..., 1:], rising, falling)
+        many_roots = change & ~(jnp.where(pos[..., 1:], rising, falling) & in_pool)
         flagged = hidden_peak | hidden_dip | many_roots
-        return (jnp.where(has_piece, piece_p, 0.0), jnp.where(has_piece, piece_q, 0.0),
+        return (jnp.where(has_piece, piece_p, 0.0), jnp.where(has_piece, piece_q, 0.0), held,
                 jnp.where(flagged, cell_p, 0.0), jnp.where(hidden_dip | many_roots, cell_q, 0.0), flagged, change)
 
     lo, hi = x[0] - _TAIL_SIGMAS * theta, x[-1] + _TAIL_SIGMAS * theta
     y = jnp.linspace(lo, hi, _GRID)
-    piece_p, piece_q, slack_p, slack_q, flagged, change = cells(y)
+    piece_p, piece_q, held, slack_p, slack_q, flagged, change = cells(y)
     # the cells that could not be proven (largest slack first) are subdivided and analysed again
     need = jnp.where(flagged, slack_p + e_eps * slack_q, -1.0)
     pick = jax.lax.top_k(need, _REFINE_CELLS)[1]
     fine = y[pick][:, None] + (y[pick + 1] - y[pick])[:, None] * jnp.linspace(0.0, 1.0, _REFINE_POINTS)
     fine = fine.at[:, -1].set(y[pick + 1])
-    sub = [t.sum(axis=-1) for t in cells(fine)[:4]]
-    refined = [t.sum() - t[pick].sum() + s.sum() for t, s in zip((piece_p, piece_q, slack_p, slack_q), sub)]
-    coarse = [t.sum() for t in (piece_p, piece_q, slack_p, slack_q)]
+    sub_cells = cells(fine)
+    sub = [t.sum(axis=-1) for t in sub_cells[:5]]
+    refined = [t.sum() - t[pick].sum() + s.sum() for t, s in zip((piece_p, piece_q, held, slack_p, slack_q), sub)]
+    coarse = [t.sum() for t in (piece_p, piece_q, held, slack_p, slack_q)]
     # the sign changes of c_k = p_k − e^ε q_k bound the roots (module docstring): when the grid
     # found that many, every cell's pattern is proven and the coarse pass is exact
     exact = jnp.sum(change) == _sign_changes(p - e_eps * q)
-    p_a, q_a, slack_p, slack_q = (jnp.where(exact, t0, t1) for t0, t1 in zip(coarse, refined))
+    p_a, q_a, held, slack_p, slack_q = (jnp.where(exact, t0, t1) for t0, t1 in zip(coarse, refined))
     slack_p, slack_q = jnp.where(exact, 0.0, slack_p), jnp.where(exact, 0.0, slack_q)
     tail = 2.0 * _TAIL_MASS  # P's mass beyond the grid on either side; its e^ε Q part only lowers δ
     rounding = _ULPS * _EPS64 * (p_a + e_eps * q_a)
-    hockey = jnp.maximum(p_a - e_eps * q_a, 0.0) + rounding + slack_p + e_eps * slack_q + tail
-    prob = p_a + rounding + slack_p + tail
-    return jnp.minimum(hockey, 1.0), jnp.minimum(prob, 1.0)
+    hockey = jnp.maximum(p_a - e_eps * q_a, 0.0) + rounding + held + slack_p + e_eps * slack_q + tail
+    prob = p_a + rounding + held + slack_p + tail
+    diagnostics = (jnp.sum(flagged), jnp.sum(flagged[pick]), jnp.sum(sub_cells[5]), exact)
+    return jnp.minimum(hockey, 1.0), jnp.minimum(prob, 1.0), diagnostics
 
 
 def _gaussian_regions(x, p, q, theta, eps):
     """Batched :func:`_gaussian_regions_one` (θ > 0 selected; θ = 0 gives the atoms' own δ)."""
     ok = theta > 0
-    hockey, prob = vmap_pairs(_gaussian_regions_one, x, p, q, jnp.where(ok, theta, 1.0), eps)
+    hockey, prob, _ = vmap_pairs(_gaussian_regions_one, x, p, q, jnp.where(ok, theta, 1.0), eps)
     atoms = atom_hockey(x, p, q, eps)
     return jnp.where(ok, hockey, atoms), jnp.where(ok, prob, atoms)
 

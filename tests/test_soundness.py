@@ -227,3 +227,20 @@ def test_discrete_answers_are_tight(case):
     assert res.converged and b > 0
     ref = lambda s: exact_delta((p, x, zeros), (q, x, zeros), s, eps, noise)  # noqa: E731
     assert ref(b) <= delta * (1 + 1e-9) < ref(b * (1 - 1e-4)), b
+
+
+def test_discrete_flank_roots_of_a_near_tangent_bump():
+    """Harness seed 23, discrete ⊛ Gaussian: a bump of the log-ratio 4e-9 high and 2e-4 wide with a
+    grid point on it. The flank roots' Newton estimates (8 steps, every cell) were off and δ came
+    out 1% low (8.092e-15 against 8.179e-15, which mpmath at 40 digits confirms); the roots are
+    now bracketed (pooled, Newton then bisection) and the bracket's mass is held in δ."""
+    x = [0.4627873732441315, 1.1769022555110968, 1.2239962823273471, 1.3049214201011312, 5.5346231836320054, 5.5454974931328085]
+    p = [0.16717046925990126, 0.22741269982825948, 0.0, 0.048764977979441494, 0.10922319691345306, 0.44742865601894466]
+    q = [0.11680977206515422, 0.08567982095339614, 0.338369435243254, 0.12502179067706148, 0.3341191810611342, 0.0]
+    theta, eps, delta = 0.6229175768472264, 0.818887090500642, 8.11272838193595e-15
+    pairs, zeros = jp.PairSet(jp.Discrete(x, p), jp.Discrete(x, q)), np.zeros(6)
+    truth = exact_delta((p, x, zeros), (q, x, zeros), theta, eps, "gaussian")
+    got = float(jp.delta_exact(pairs, theta, eps, noise="gaussian"))
+    assert truth <= got <= truth * (1 + 1e-4), (got, truth)
+    b = float(jp.calibrate(pairs, eps, delta, level="exact", noise="gaussian").scale)
+    assert exact_delta((p, x, zeros), (q, x, zeros), b, eps, "gaussian") <= delta * (1 + 1e-9) < exact_delta((p, x, zeros), (q, x, zeros), b * (1 - 1e-4), eps, "gaussian")
