@@ -180,3 +180,27 @@ def first_true(mask, count):
     idx = jnp.sum(rank[..., None, :] <= jnp.arange(count, dtype=jnp.int32)[:, None], axis=-1, dtype=jnp.int32)
     ok = idx < mask.shape[-1]
     return jnp.where(ok, idx, 0), ok
+
+
+def cell_upper(h, ra, rc, g1, g2):
+    """max over s ∈ [0, h] of min(ra + s·g1, rc + (h − s)·g2) (a concave function; g1 + g2 ≥ 0).
+
+    The upper bound on a cell [a, a + h] of a function through (a, ra) and (a + h, rc) whose slope
+    is at most g1 after a and at least −g2 before a + h (the exact evaluators' cell proofs)."""
+    ends = jnp.maximum(jnp.minimum(ra, rc + h * g2), jnp.minimum(ra + h * g1, rc))
+    total = g1 + g2
+    s = (rc - ra + h * g2) / jnp.where(total > 0, total, 1.0)
+    inside = (total > 0) & (s > 0) & (s < h)
+    return jnp.maximum(ends, jnp.where(inside, ra + s * g1, -jnp.inf))
+
+
+def parabola_upper(h, ra, rc, curvature):
+    """max over s ∈ [0, h] of the chord through (0, ra), (h, rc) plus curvature·s(h − s)/2: the
+    upper bound on a cell of a function g with these end values and g'' ≥ −curvature there
+    (g − chord − curvature·s(h − s)/2 is then convex and 0 at both ends; the chord alone where
+    curvature ≤ 0, g convex)."""
+    chord = (rc - ra) / jnp.where(h > 0, h, 1.0)
+    bend = jnp.maximum(curvature, 0.0)
+    s = jnp.clip(0.5 * h + chord / jnp.where(bend > 0, bend, 1.0), 0.0, h)
+    inner = ra + chord * s + 0.5 * bend * s * (h - s)
+    return jnp.where(bend > 0, jnp.maximum(inner, jnp.maximum(ra, rc)), jnp.maximum(ra, rc))

@@ -60,7 +60,7 @@ import jax.numpy as jnp
 from jax.nn import logsumexp
 
 from .couplings import quantile_masses, vmap_pairs
-from ._roots import newton_bracket
+from ._roots import cell_upper, newton_bracket
 from .noise import kernels, normal_mass
 
 _ULPS = 64
@@ -158,15 +158,6 @@ def _sign_changes(c):
     return jnp.sum(nonzero & (prev != 0) & (s != prev))
 
 
-def _cell_upper(h, ra, rc, g1, g2):
-    """max over s ∈ [0, h] of min(ra + s·g1, rc + (h − s)·g2) (a concave function; g1 + g2 ≥ 0)."""
-    ends = jnp.maximum(jnp.minimum(ra, rc + h * g2), jnp.minimum(ra + h * g1, rc))
-    total = g1 + g2
-    s = (rc - ra + h * g2) / jnp.where(total > 0, total, 1.0)
-    inside = (total > 0) & (s > 0) & (s < h)
-    return jnp.maximum(ends, jnp.where(inside, ra + s * g1, -jnp.inf))
-
-
 def _root_brackets(fun_and_slope, a, c, fa, fc, change, pool):
     """Brackets [lo, hi] (lo on a's side) of the roots in the cells [a, c] where ``change``, the
     larger of r at their ends (≥ 0), and which cells were in the pool: the first ``pool`` such
@@ -238,8 +229,8 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         dp, dq = (mp - y) / theta**2, (mq - y) / theta**2  # (log p)', (log q)'
         slope_p = (lp[..., 1:] - lp[..., :-1]) / h
         slope_q = (lq[..., 1:] - lq[..., :-1]) / h
-        upper = _cell_upper(h, ra, rc, slope_p - dq[..., :-1] + k, dq[..., 1:] - slope_p + k)
-        lower = -_cell_upper(h, -ra, -rc, slope_q - dp[..., :-1] + k, dp[..., 1:] - slope_q + k)
+        upper = cell_upper(h, ra, rc, slope_p - dq[..., :-1] + k, dq[..., 1:] - slope_p + k)
+        lower = -cell_upper(h, -ra, -rc, slope_q - dp[..., :-1] + k, dp[..., 1:] - slope_q + k)
         ends = lambda t: jnp.abs(t[..., :-1]) + jnp.abs(t[..., 1:])  # noqa: E731
         size = ends(lp) + ends(lq) + jnp.abs(eps) + h * (ends(dp) + ends(dq) + k)
         mean_margin = _ULPS * _EPS64 * (ends(mp) + ends(mq))

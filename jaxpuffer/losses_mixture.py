@@ -33,18 +33,29 @@ roots of narrow slivers left 8 steps short under-measured δ by up to 2x).
 
 **Why the sum is an upper bound (proof sketch).** δ = Σ over the pieces between consecutive
 points (grid, bracket ends, extrema; each carries f of both orders as evaluated) of
-∫_piece [p_i − e^ε p_j]_+. A piece with f ≥ 0 at both ends and no zero inside holds exactly
-P_i − e^ε P_j (a CDF difference, raised by its rounding bound); one with f ≤ 0 at both ends holds
-0 (a computed value above its rounding bound is kept all the same). A piece whose ends have
-strictly opposite signs (a zero's bracket) holds at most P_i·(1 − e^{−F}), F the tent bound
-(f(a) + f(c))/2 + L(c − a)/2 ≥ sup f there (L the Lipschitz bound above), however wide Newton
-left the bracket (:func:`jaxpuffer._roots.newton_bracket` closes it on both sides). Every inner
-piece holds at most its width times Σ α/(√(2π) s) (and 1/(2b) per Laplace component), which caps
-the rounding bound of narrow pieces near a component's median (large noise makes many). The
-proven part ends at the one-sign claim for cells with same-sign ends: it holds where the tent
-bound excludes a zero, and where one extremum is found and refined (above); a cell with two
-hidden extrema and end slopes of one sign is the remaining gap, which the adversarial harness
-(``python -m tests.adversarial``) probes.
+∫_piece [p_i − e^ε p_j]_+ = ∫_piece p_i (1 − e^{−f})_+. Every piece gets an upper bound on sup f
+(:func:`_piece_sup`: the components within 60 nats of the piece's floor, the rest bounded by
+η ≤ k e^{−60}; a lower bound κ and an upper bound λ on (log p)'' there; the least of a
+convex-minus-convex enclosure, the chord plus a curvature term, and the larger end value where the
+slope is proven of one sign). Then
+
+  * a piece with f ≥ 0 at both ends holds P_i − e^ε P_j (a CDF difference, raised by its rounding
+    bound) plus, unless sup(−f) ≤ 0 is proven, ∫ [e^ε p_j − p_i]_+ ≤ e^ε P_j (1 − e^{−sup(−f)});
+  * a piece with f ≤ 0 at both ends holds 0 where sup f ≤ 0 is proven, else at most
+    P_i (1 − e^{−sup f});
+  * a piece whose ends have strictly opposite signs (a zero's bracket, however wide Newton left
+    it: :func:`jaxpuffer._roots.newton_bracket` closes it on both sides) holds at most
+    P_i (1 − e^{−F}), F the least of sup f and the tent (f(a) + f(c))/2 + L(c − a)/2;
+  * every inner piece holds at most its width times Σ α/(√(2π) s) (and 1/(2b) per Laplace
+    component), which caps the rounding bound of narrow pieces near a component's median.
+
+The 16 unproven pieces holding the most are split into 16 subpieces each and bounded again by the
+same rules (the least of the two bounds is kept): the bounds' gaps shrink with the width squared,
+and a slope bound with the width. So no piece's sign pattern is assumed: a missed crossing or
+extremum (a pool that overflowed, a cell with two hidden extrema) costs tightness, not soundness.
+The pools' overflow is reported (``resolved``); there the pair takes the smaller of this bound
+and the coupling bound. Diagnostics (unproven pieces per order, pieces subdivided, subpieces still
+unproven, pieces) are returned by :func:`_exact_pair`.
 
 No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ) over the continuous
 components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-mass components.
@@ -53,13 +64,14 @@ components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-ma
 from __future__ import annotations
 
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.nn import logsumexp, softmax
 from jax.scipy.special import ndtr
 
-from ._roots import GRID_CORE, GRID_TAIL, crossing_start, first_true, illinois, newton_bracket, quadratic_start
+from ._roots import GRID_CORE, GRID_TAIL, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, tail_normalized
 
@@ -71,6 +83,9 @@ _NOISE_ULPS = 32
 _ROUNDING_ULPS = 64
 _EPS64 = float(jnp.finfo(jnp.float64).eps)
 _CORE_SIGMAS = 13.0
+_REFINE_PIECES = 16  # unproven pieces subdivided per pair (both orders together)
+_REFINE_POINTS = 17  # points per subdivided piece
+_SUBSET_NATS = 60.0  # components this far below a piece's floor enter its proof as a bound η ≤ k e^{−60}
 _TAIL_SCALES = 75.0  # outer points: the Laplace mass beyond is e^{−75}/2 ≈ 1.3e-33, below DELTA_FLOOR
 
 
@@ -105,19 +120,28 @@ def _spreads(stds, b, noise):
     return stds if noise == "laplace" else jnp.sqrt(stds**2 + b**2)
 
 
-def _log_densities(y, weights, means, spreads, b, noise, center):
-    """log p(y) + c(y) and d log p/dy of both releases at points y (N,) — components (2, k), one
-    row per mixture — as (N, 2) arrays; c(y) is the same for both: |y − center|/b for Laplace
-    noise (tail normalization: the ±y/b parts cancel in the ratio), 0 for Gaussian noise."""
+def _components(y, weights, means, spreads, b, noise, center):
+    """Per point y (N,) and component, with components (2, k) one row per mixture:
+    ℓ_m(y) + c(y) with ℓ_m = log(α_m p_m) and the true slope ℓ_m'(y), as (N, 2, k) arrays, then c(y)
+    and c'(y) as (N,). c is the same for both mixtures and convex: |y − center|/b for Laplace noise
+    (tail normalization: the ±y/b parts cancel in the ratio), 0 for Gaussian noise."""
     z = y[:, None, None] - means[None]
     if noise == "laplace":
         right = y[:, None, None] >= center
         log_p, slope = tail_normalized(z, spreads[None], b, right)
         log_p = log_p + jnp.where(right, 1.0, -1.0) * (means[None] - center) / b
+        shift, shift_slope = jnp.abs(y - center) / b, jnp.where(y >= center, 1.0, -1.0) / b
     else:
         log_p = -0.5 * (z / spreads[None]) ** 2 - jnp.log(spreads[None]) - 0.5 * jnp.log(2 * jnp.pi)
         slope = -z / spreads[None] ** 2
-    logits = jnp.log(weights)[None] + log_p
+        shift = shift_slope = jnp.zeros_like(y)
+    return jnp.log(weights)[None] + log_p, slope, shift, shift_slope
+
+
+def _log_densities(y, weights, means, spreads, b, noise, center):
+    """log p(y) + c(y) and d log p/dy of both releases at points y (N,) as (N, 2) arrays
+    (:func:`_components`)."""
+    logits, slope, _, _ = _components(y, weights, means, spreads, b, noise, center)
     return logsumexp(logits, axis=2), jnp.sum(softmax(logits, axis=2) * slope, axis=2)
 
 
@@ -156,21 +180,205 @@ def _slope_bound(y, weights, means, spreads, b, noise):
     return jnp.maximum(per[:-1], per[1:])
 
 
-def _exact_pair(first, second, b, eps, noise):
-    """(δ for order i→j, δ for order j→i, resolved) for one mixture pair; see the module docstring.
+def _curvature_floor(a, c, left, right, means, spreads, b, noise):
+    """κ_m ≥ −(log p_m)'' on each piece [a, c] (pieces, 2, k), p_m the m-th component of a release.
 
-    ``first``, ``second`` = (weights, means, stds), each (k,); b > 0 (or θ ≥ 0 for Gaussian noise
-    with every positive-weight σ > 0)."""
+    Gaussian noise: 1/s_m². Laplace noise, p_m = N(μ_m, σ_m²) ⊛ L(b): (log p_m)'' = (1 − E[sgn]²)/b²
+    − φ_σ(z)/(b² p_m(z)) (z = y − μ_m; the kernel's log has curvature −(2/b)·δ at 0), so
+    κ_m = φ_σ(z)/(b² p_m(z)) at the piece's point nearest μ_m, where that ratio decreases in |z|
+    (|z| > σ²/b: its log-slope is −z/σ² − (log p_m)' and |(log p_m)'| ≤ 1/b), else 1/σ² (the
+    Gaussian factor's own bound); 0 for σ = 0 (a piece never straddles the atom: it is a grid point).
+    ``left``, ``right``: log p_m at the piece's ends (pieces, 2, k)."""
+    if noise != "laplace":
+        return jnp.broadcast_to(1.0 / spreads**2, left.shape)
+    sig = jnp.where(spreads > 0, spreads, 1.0)
+    z = jnp.where(means < a, a - means, jnp.where(means > c, c - means, 0.0))
+    log_p = jnp.where(means < a, left, right)
+    log_ratio = -0.5 * (z / sig) ** 2 - jnp.log(sig) - 0.5 * jnp.log(2 * jnp.pi) - log_p - 2.0 * jnp.log(b)
+    near = jnp.abs(z) <= sig**2 / b
+    kappa = jnp.where(near, 1.0 / sig**2, jnp.exp(jnp.minimum(log_ratio, -2.0 * jnp.log(sig))))
+    return jnp.where(spreads > 0, kappa, 0.0)
+
+
+def _piece_sup(pts, weights, means, spreads, b, eps, noise, center):
+    """Upper bounds on sup f over each piece [p_t, p_{t+1}] of the sorted points, both orders
+    (2, pieces): row 0 for f = r − ε, row 1 for f = −r − ε (module docstring, proof sketch).
+
+    Per piece and mixture, the components that matter there, S, are those whose largest ℓ_m =
+    log(α_m p_m) on the piece comes within 60 of the floor max_m min_piece ℓ_m (each p_m is unimodal
+    about μ_m: its extremes on a piece are at the ends or at μ_m); the rest add η ≤ Σ e^{max ℓ_m −
+    floor} ≤ k e^{−60} to log p, so log p_S ≤ log p ≤ log p_S + η. On the piece, with κ ≥ −(log p_S)''
+    (the largest κ_m over S, :func:`_curvature_floor`) and λ ≥ (log p_S)'' (log p_S'' is the posterior
+    mean of ℓ_m'' plus the posterior variance of ℓ_m', at most τ·range², τ bounding the posterior
+    outside the floor's component and range the spread of the decreasing ℓ_m' over S), three
+    bounds on sup r_S, r_S = log p_S,i − log p_S,j, are taken (the least):
+
+      * convex minus convex: r_S = U − V with U = log p_S,i + c + κ y²/2 + …, both convex (c the
+        common tail normalization), so U ≤ its chord and V ≥ its tangents: max over the piece of
+        min(r(a) + t·g1, r(c) + (w − t)·g2), g1 = Δℓ̃_i/w − ℓ̃_j'(a) + wκ/2, g2 = ℓ̃_j'(c) − Δℓ̃_i/w + wκ/2;
+      * the chord plus (κ_i + λ_j)·t(w − t)/2 (κ_i + λ_j ≥ −r_S'');
+      * max(r(a), r(c)) where r_S' is proven of one sign: r_S' ≥ ℓ̃_i'(a) − ℓ̃_j'(c) − wκ, or the
+        slope bounds from r_S'' ∈ [−(κ_i + λ_j), λ_i + κ_j].
+
+    The bound for f = r − ε is that less ε plus η_i; the other order swaps the mixtures."""
+    logits, slope, shift, shift_slope = _components(pts, weights, means, spreads, b, noise, center)
+    true = logits - shift[:, None, None]  # ℓ_m(y)
+    a, c = pts[:-1, None, None], pts[1:, None, None]
+    if noise == "laplace":
+        mode = jnp.log(weights) + tail_normalized(jnp.zeros_like(means), spreads, b, jnp.ones(means.shape, bool))[0]
+    else:
+        mode = jnp.log(weights) - jnp.log(spreads) - 0.5 * jnp.log(2 * jnp.pi)
+    left, right = true[:-1], true[1:]
+    top = jnp.where((means >= a) & (means <= c), mode, jnp.maximum(left, right))
+    bottom = jnp.minimum(left, right)
+    floor = jnp.max(bottom, axis=2, keepdims=True)
+    star = jnp.arange(means.shape[-1]) == jnp.argmax(bottom, axis=2)[..., None]
+    in_s = top >= floor - _SUBSET_NATS
+    eta = jnp.sum(jnp.where(in_s, 0.0, jnp.exp(top - floor)), axis=2)
+    tau = jnp.minimum(jnp.sum(jnp.where(in_s & ~star, jnp.exp(top - floor), 0.0), axis=2), 0.25)
+    log_w = jnp.log(weights)
+    kappa_m = _curvature_floor(a, c, left - log_w, right - log_w, means, spreads, b, noise)
+    kappa = jnp.max(jnp.where(in_s, kappa_m, 0.0), axis=2)
+    spread = jnp.max(jnp.where(in_s, slope[:-1], -jnp.inf), axis=2) - jnp.min(jnp.where(in_s, slope[1:], jnp.inf), axis=2)
+    lam = tau * jnp.maximum(spread, 0.0) ** 2
+    if noise != "laplace":  # the components' own curvature −1/s² (Laplace: ≤ 0, log-concave)
+        lam = lam - jnp.min(jnp.where(in_s, 1.0 / spreads**2, jnp.inf), axis=2)
+
+    def subset(logit, slope_, shift_slope_):  # ℓ̃_S and ℓ̃_S' at one end of every piece
+        masked = jnp.where(in_s, logit, -jnp.inf)
+        return logsumexp(masked, axis=2), jnp.sum(softmax(masked, axis=2) * slope_, axis=2) + shift_slope_[:, None]
+
+    (la, da), (lc, dc) = subset(logits[:-1], slope[:-1], shift_slope[:-1]), subset(logits[1:], slope[1:], shift_slope[1:])
+    width = pts[1:] - pts[:-1]
+
+    def order(i, j):  # sup of f = ℓ̃_i − ℓ̃_j − ε over each piece
+        fa, fc = la[:, i] - la[:, j] - eps, lc[:, i] - lc[:, j] - eps
+        k = jnp.maximum(kappa[:, i], kappa[:, j])
+        chord_i = (lc[:, i] - la[:, i]) / jnp.where(width > 0, width, 1.0)
+        convex = cell_upper(width, fa, fc, chord_i - da[:, j] + 0.5 * width * k, dc[:, j] - chord_i + 0.5 * width * k)
+        bend_up, bend_down = lam[:, i] + kappa[:, j], kappa[:, i] + lam[:, j]  # r'' ≤ bend_up, −r'' ≤ bend_down
+        chord = parabola_upper(width, fa, fc, bend_down)
+        ra, rc = da[:, i] - da[:, j], dc[:, i] - dc[:, j]
+        low = jnp.maximum(da[:, i] - dc[:, j] - width * k, -cell_upper(width, -ra, -rc, bend_down, bend_up))
+        high = jnp.minimum(dc[:, i] - da[:, j] + width * k, cell_upper(width, ra, rc, bend_up, bend_down))
+        margin = _NOISE_ULPS * _EPS64 * (jnp.abs(da[:, i]) + jnp.abs(da[:, j]) + jnp.abs(dc[:, i]) + jnp.abs(dc[:, j]) + width * k)
+        ends = jnp.maximum(fa, fc)
+        bound = jnp.minimum(convex, chord)
+        bound = jnp.where((low > margin) | (high < -margin), jnp.minimum(bound, ends), bound)
+        return jnp.where(width > 0, bound + eta[:, i], ends)
+
+    return jnp.stack([order(0, 1), order(1, 0)])
+
+
+class _Pair(NamedTuple):
+    """One mixture pair as the exact evaluator uses it: components (2, k), one row per mixture,
+    held constant (``weights``, ``means``, ``spreads``, ``b``, ``eps``, ``center``) and with their
+    gradients (``masses``: weights, means and spreads that the CDF masses are computed from)."""
+
+    weights: jax.Array
+    means: jax.Array
+    spreads: jax.Array
+    b: jax.Array
+    eps: jax.Array
+    center: jax.Array
+    dens_max: jax.Array  # per mixture, Σ α_m × the peak of component m (pieces, below)
+    masses: tuple
+    b_grad: jax.Array
+    eps_grad: jax.Array
+
+
+def _pair(first, second, b, eps, noise) -> _Pair:
+    """The :class:`_Pair` of ``first``, ``second`` = (weights, means, stds), each (k,)."""
     sg = jax.lax.stop_gradient
     weights, means, stds = (sg(jnp.stack(row)) for row in zip(first, second))  # (2, k) each
     b_, eps_ = sg(b), sg(eps)
     spreads = _spreads(stds, b_, noise)
-    center = 0.5 * jnp.sum(weights * means)
-    y = _grid(weights, means, spreads, b_, noise)
+    # the densities are at most Σ α_m / (√(2π) s_m) (and 1/(2b) per Laplace component), so a
+    # piece holds at most its width times that: this caps the rounding bound of narrow pieces,
+    # whose masses are differences of CDF values near ½ (large noise makes many such pieces)
+    peak = 1.0 / (jnp.sqrt(2.0 * jnp.pi) * jnp.where(spreads > 0, spreads, 1.0))
+    peak = jnp.where(spreads > 0, peak, jnp.inf) if noise == "gaussian" else jnp.minimum(jnp.where(spreads > 0, peak, jnp.inf), 0.5 / b_)
+    dens_max = jnp.sum(jnp.where(weights > 0, weights * peak, 0.0), axis=1) * (1.0 + 1e-12)
+    masses = [jnp.stack(row) for row in zip(first, second)]  # the masses carry gradients
+    masses[2] = _spreads(masses[2], b, noise)
+    return _Pair(weights, means, spreads, b_, eps_, 0.5 * jnp.sum(weights * means), dens_max, tuple(masses), b, eps)
 
-    def ratio(x):  # f + ε = log p_i − log p_j, its slope and the size of its terms
-        log_p, slope = _log_densities(x, weights, means, spreads, b_, noise, center)
-        return log_p[:, 0] - log_p[:, 1], slope[:, 0] - slope[:, 1], jnp.sum(jnp.abs(log_p), axis=1)
+
+def _ratio(pair: _Pair, x, noise):
+    """f + ε = log p_i − log p_j at points x (N,), its slope and the size of its terms."""
+    log_p, slope = _log_densities(x, pair.weights, pair.means, pair.spreads, pair.b, noise, pair.center)
+    return log_p[:, 0] - log_p[:, 1], slope[:, 0] - slope[:, 1], jnp.sum(jnp.abs(log_p), axis=1)
+
+
+def _pieces(pair: _Pair, pts, f_pts, noise):
+    """Per order (rows), a bound on ∫ [p_i − e^ε p_j]_+ over each piece (−∞, p_0], (p_0, p_1], …,
+    (p_last, ∞) of ascending points with f of both orders ``f_pts`` (2, N) as evaluated (an outer
+    piece: its whole mass added as well), and which inner pieces are unproven (2, N − 1)."""
+    weights, means, spreads, b_, eps_, center, dens_max, (w_g, m_g, s_g), b, eps = pair
+    e_eps = jnp.exp(eps)
+    width = pts[1:] - pts[:-1]
+    lip = _slope_bound(pts, weights, means, spreads, b_, noise)  # |f'| on each inner piece
+    sup_f = _piece_sup(pts, weights, means, spreads, b_, eps_, noise, center)
+    cdf, sf = _component_tails(pts, m_g, s_g, b, noise)
+    ones, zeros = jnp.ones((1,) + m_g.shape), jnp.zeros((1,) + m_g.shape)
+    lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None, None]
+    hi_pts = jnp.concatenate([pts, jnp.array([jnp.inf])])[:, None, None]
+    mass, mag = interval_mass(
+        jnp.concatenate([zeros, cdf]), jnp.concatenate([ones, sf]), jnp.concatenate([cdf, ones]), jnp.concatenate([sf, zeros]),
+        lo_pts, hi_pts, m_g[None],
+    )
+    mag = jnp.where(hi_pts > lo_pts, mag, 0.0)  # a repeated point: both ends the same value
+    mass, mag = jnp.sum(mass * w_g, axis=2), jnp.sum(mag * w_g, axis=2)
+    bounds, unproven = [], []
+    for k in range(2):
+        p, q, size_p, size_q = mass[:, k], mass[:, 1 - k], mag[:, k], mag[:, 1 - k]
+        value = p - e_eps * q
+        rounding = _ROUNDING_ULPS * _EPS64 * (size_p + e_eps * size_q)
+        f_a = jnp.concatenate([f_pts[k, :1], f_pts[k]])  # f at each piece's ends (an outer
+        f_c = jnp.concatenate([f_pts[k], f_pts[k, -1:]])  # piece: its one finite end)
+        # a piece with f ≥ 0 at both ends holds P_i − e^ε P_j, raised by its rounding bound and,
+        # where f may dip below 0 inside (sup(−f) = sup of the other order's f + 2ε > 0), by
+        # ∫ [e^ε p_j − p_i]_+ ≤ e^ε P_j (1 − e^{−sup(−f)}); one with f ≤ 0 at both ends holds
+        # nothing where sup f ≤ 0 is proven (a computed value above its rounding bound is kept
+        # all the same), else ∫ p_i (1 − e^{−f})_+ ≤ P_i (1 − e^{−sup f}); a piece whose ends have
+        # strictly opposite signs (a zero's bracket, however narrow Newton left it) holds at
+        # most P_i (1 − e^{−F}), F the least of sup f and the tent (f(a) + f(c))/2 + L (c − a)/2
+        own, dip = sup_f[k], sup_f[1 - k] + 2.0 * eps_
+        p_in, q_in, rounding_in = jnp.maximum(p[1:-1], 0.0), jnp.maximum(q[1:-1], 0.0), rounding[1:-1]
+        positive = (f_a >= 0) & (f_c >= 0)
+        piece = jnp.where(positive, jnp.maximum(value, 0.0) + rounding, jnp.maximum(value - rounding, 0.0))
+        split = (((f_a > 0) & (f_c < 0)) | ((f_a < 0) & (f_c > 0)))[1:-1]
+        tent = 0.5 * (f_pts[k, :-1] + f_pts[k, 1:]) + 0.5 * lip * width
+        at_most = lambda mass_, sup: mass_ * -jnp.expm1(-jnp.maximum(sup, 0.0))  # noqa: E731
+        inner = jnp.where(
+            split,
+            at_most(p_in, jnp.minimum(tent, own)) + rounding_in,
+            jnp.where(
+                positive[1:-1],
+                piece[1:-1] + jnp.where(dip > 0, e_eps * at_most(q_in, dip), 0.0),
+                jnp.where(own > 0, at_most(p_in, own) + rounding_in, piece[1:-1]),
+            ),
+        )
+        inner = jnp.minimum(inner, width * dens_max[k])
+        bounds.append(jnp.concatenate([piece[:1] + p[:1], inner, piece[-1:] + p[-1:]]))
+        unproven.append(~split & jnp.where(positive[1:-1], dip > 0, own > 0) & (width > 0))
+    return jnp.stack(bounds), jnp.stack(unproven)
+
+
+
+def _coarse_pass(first, second, b, eps, noise):
+    """The first pass of the exact evaluator for one mixture pair (module docstring): both orders'
+    bound without the ``_REFINE_PIECES`` unproven pieces that hold the most (2,), those pieces'
+    own bounds (2, R), which of them are unproven (R,), their subdivision points (R·P,), whether
+    the pools held every crossing and extremum, and diagnostics (unproven pieces per order, pieces).
+
+    ``first``, ``second`` = (weights, means, stds), each (k,); b > 0 (or θ ≥ 0 for Gaussian noise
+    with every positive-weight σ > 0)."""
+    sg = jax.lax.stop_gradient
+    pair = _pair(first, second, b, eps, noise)
+    weights, means, spreads, b_, eps_ = pair[:5]
+    y = _grid(weights, means, spreads, b_, noise)
+    ratio = partial(_ratio, pair, noise=noise)
 
     r, dr, size = ratio(y)
     signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
@@ -244,53 +452,39 @@ def _exact_pair(first, second, b, eps, noise):
         jnp.concatenate([f[1], jnp.where(keep, jnp.where(sgn_x > 0, f_other, f_own), f[1, 0])]),
     ), num_keys=1)
     pts, f_sorted = sg(pts), sg(jnp.stack([f_0, f_1]))
-    # a Lipschitz bound on f over each piece between consecutive points (its cell's bound holds
-    # there: |y − μ| is largest at an end), for the pieces that bracket a zero (below)
-    lip_pts = _slope_bound(pts, weights, means, spreads, b_, noise)
+    bounds, unproven = _pieces(pair, pts, f_sorted, noise)
+    # the unproven pieces holding the most (both orders) are left to the second pass
+    need = jnp.where(jnp.any(unproven, axis=0), jnp.sum(sg(bounds[:, 1:-1]), axis=0), -1.0)
+    picked = jnp.sort(jax.lax.top_k(need, _REFINE_PIECES)[1])
+    fine = pts[picked][:, None] + (pts[picked + 1] - pts[picked])[:, None] * jnp.linspace(0.0, 1.0, _REFINE_POINTS)
+    fine = fine.at[:, -1].set(pts[picked + 1]).reshape(-1)
+    coarse = bounds[:, 1:-1][:, picked]
+    rest = jnp.sum(bounds, axis=1) - jnp.sum(coarse, axis=1) + slack
+    return rest, coarse, need[picked] >= 0, fine, resolved, (jnp.sum(unproven, axis=1), pts.shape[0] - 1)
 
-    # masses of every piece (−∞, p_0], (p_0, p_1], …, (p_last, ∞) under each release, (pieces, 2),
-    # with gradients (the points are fixed)
-    weights, means, stds = (jnp.stack(row) for row in zip(first, second))
-    cdf, sf = _component_tails(pts, means, _spreads(stds, b, noise), b, noise)
-    ones, zeros = jnp.ones((1,) + means.shape), jnp.zeros((1,) + means.shape)
-    lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None, None]
-    hi_pts = jnp.concatenate([pts, jnp.array([jnp.inf])])[:, None, None]
-    mass, mag = interval_mass(
-        jnp.concatenate([zeros, cdf]), jnp.concatenate([ones, sf]), jnp.concatenate([cdf, ones]), jnp.concatenate([sf, zeros]),
-        lo_pts, hi_pts, means[None],
-    )
-    mag = jnp.where(hi_pts > lo_pts, mag, 0.0)  # a repeated point: both ends the same value
-    mass, mag = jnp.sum(mass * weights, axis=2), jnp.sum(mag * weights, axis=2)
-    p_i, p_j, size_i, size_j = mass[:, 0], mass[:, 1], mag[:, 0], mag[:, 1]
-    e_eps = jnp.exp(eps)
-    width = pts[1:] - pts[:-1]
-    # the densities are at most Σ α_m / (√(2π) s_m) (and 1/(2b) per Laplace component), so a
-    # piece holds at most its width times that: this caps the rounding bound of narrow pieces,
-    # whose masses are differences of CDF values near ½ (large noise makes many such pieces)
-    peak = 1.0 / (jnp.sqrt(2.0 * jnp.pi) * jnp.where(spreads > 0, spreads, 1.0))
-    peak = jnp.where(spreads > 0, peak, jnp.inf) if noise == "gaussian" else jnp.minimum(jnp.where(spreads > 0, peak, jnp.inf), 0.5 / b_)
-    dens_max = jnp.sum(jnp.where(weights > 0, sg(weights) * peak, 0.0), axis=1) * (1.0 + 1e-12)
-    out = []
-    for k, (p, q, size_p, size_q) in enumerate(((p_i, p_j, size_i, size_j), (p_j, p_i, size_j, size_i))):
-        value = p - e_eps * q
-        rounding = _ROUNDING_ULPS * _EPS64 * (size_p + e_eps * size_q)
-        f_pts = f_sorted[k]
-        f_a = jnp.concatenate([f_pts[:1], f_pts])  # f at each piece's ends (an outer piece: its
-        f_c = jnp.concatenate([f_pts, f_pts[-1:]])  # one finite end)
-        # a piece with f ≥ 0 at both ends holds P_i − e^ε P_j, raised by its rounding bound; one
-        # with f ≤ 0 at both ends holds nothing (a computed value above its rounding bound, which
-        # only a zero the search missed explains, is kept all the same)
-        piece = jnp.where((f_a >= 0) & (f_c >= 0), jnp.maximum(value, 0.0) + rounding, jnp.maximum(value - rounding, 0.0))
-        # a piece whose ends have strictly opposite signs (a zero's bracket, however narrow Newton
-        # left it) is not one-signed: its share of δ is ∫ p_i (1 − e^{−f})_+ ≤ P_i (1 − e^{−F}),
-        # F the tent bound (f(a) + f(c))/2 + L (c − a)/2 ≥ sup f on it
-        split = (((f_a > 0) & (f_c < 0)) | ((f_a < 0) & (f_c > 0)))[1:-1]
-        tent = jnp.maximum(0.5 * (f_pts[:-1] + f_pts[1:]) + 0.5 * lip_pts * width, 0.0)
-        inner = jnp.where(split, jnp.maximum(p[1:-1], 0.0) * -jnp.expm1(-tent) + rounding[1:-1], piece[1:-1])
-        inner = jnp.minimum(inner, width * dens_max[k])
-        total = jnp.sum(inner) + piece[0] + piece[-1]
-        out.append(jnp.minimum(total + slack[k] + p[0] + p[-1], 1.0))
-    return out[0], out[1], resolved
+
+def _fine_pass(first, second, b, eps, fine, refine, noise):
+    """The second pass: the bounds of the pieces that :func:`_coarse_pass` left open, each split at
+    its ``_REFINE_POINTS`` points ``fine`` (R·P,) and bounded again by the same rules where
+    ``refine`` (R,); (2, R) bounds (+∞ where not refined) and subpieces still unproven per order."""
+    pair = _pair(first, second, b, eps, noise)
+    r_fine = _ratio(pair, fine, noise)[0]
+    fine_bounds, fine_unproven = _pieces(pair, fine, jnp.stack([r_fine - pair.eps, -r_fine - pair.eps]), noise)
+    shape = (2, _REFINE_PIECES, _REFINE_POINTS)
+    per_sub = jnp.concatenate([fine_bounds[:, 1:-1], jnp.zeros((2, 1))], axis=1).reshape(shape)
+    refined = jnp.sum(per_sub[:, :, :-1], axis=2)  # the junctions between picked pieces dropped
+    still = jnp.concatenate([fine_unproven, jnp.zeros((2, 1), bool)], axis=1).reshape(shape)[:, :, :-1]
+    return jnp.where(refine, refined, jnp.inf), jnp.sum(still & refine[None, :, None], axis=(1, 2))
+
+
+def _exact_pair(first, second, b, eps, noise):
+    """(δ for order i→j, δ for order j→i, resolved, diagnostics) for one mixture pair, both passes
+    (module docstring). diagnostics: (unproven pieces per order (2,), pieces subdivided, subpieces
+    still unproven per order (2,), pieces)."""
+    rest, coarse, refine, fine, resolved, (unproven, count) = _coarse_pass(first, second, b, eps, noise)
+    refined, still = _fine_pass(first, second, b, eps, fine, refine, noise)
+    total = rest + jnp.sum(jnp.minimum(coarse, refined), axis=1)
+    return jnp.minimum(total[0], 1.0), jnp.minimum(total[1], 1.0), resolved, (unproven, jnp.sum(refine), still, count)
 
 
 def _at_zero_one(first, second, eps):
@@ -301,7 +495,7 @@ def _at_zero_one(first, second, eps):
     atom1, atom2 = (a > 0) & (s1 <= 0), (c > 0) & (s2 <= 0)
     cont1, cont2 = jnp.where(atom1, 0.0, a), jnp.where(atom2, 0.0, c)
     both = jnp.any(cont1 > 0) & jnp.any(cont2 > 0)
-    d12, d21, resolved = _exact_pair(
+    d12, d21, resolved, _ = _exact_pair(
         (jnp.where(both, cont1, a), m1, jnp.where(atom1, 1.0, s1)), (jnp.where(both, cont2, c), m2, jnp.where(atom2, 1.0, s2)),
         jnp.zeros_like(eps), eps, "gaussian",
     )
@@ -334,17 +528,18 @@ def mixture_delta(level: str, noise: str, params, b, eps, symmetric):
     if level == "coupling":
         return bound()
     first, second = params[3:6], params[6:9]
-    d12, d21, resolved = jax.vmap(partial(_exact_pair, noise=noise))(first, second, b, eps)
-    fallback = jax.lax.cond(jnp.all(resolved), lambda: jnp.zeros_like(d12), bound)
-    d12, d21 = jnp.where(resolved, d12, fallback), jnp.where(resolved, d21, fallback)
+    d12, d21, resolved, _ = jax.vmap(partial(_exact_pair, noise=noise))(first, second, b, eps)
+    # both are upper bounds: where the pools overflowed the coupling bound may be the tighter one
+    fallback = jax.lax.cond(jnp.all(resolved), lambda: jnp.ones_like(d12), bound)
+    d12, d21 = jnp.where(resolved, d12, jnp.minimum(d12, fallback)), jnp.where(resolved, d21, jnp.minimum(d21, fallback))
     return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
 
 
 def mixture_delta_at_zero(params, eps, symmetric):
-    """δ with no noise for flat batches of mixture pairs (unresolved orders: 1, conservative)."""
+    """δ with no noise for flat batches of mixture pairs (an upper bound where the pools overflow:
+    every piece not resolved is bounded, module docstring)."""
     first, second = params[3:6], params[6:9]
-    d12, d21, resolved = jax.vmap(_at_zero_one)(first, second, jnp.broadcast_to(eps, params[0].shape[:1]))
-    d12, d21 = jnp.where(resolved, d12, 1.0), jnp.where(resolved, d21, 1.0)
+    d12, d21, _ = jax.vmap(_at_zero_one)(first, second, jnp.broadcast_to(eps, params[0].shape[:1]))
     return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
 
 

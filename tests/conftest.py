@@ -1,9 +1,11 @@
+import gc
 import os
 import pathlib
 import sys
 
 os.environ.setdefault("JAXPUFFER_CACHE_DIR", "")  # the CLI's on-disk compile cache stays off in tests
 
+import jax
 import jaxpuffer  # noqa: F401  (enables float64 before any test builds arrays)
 import pytest
 
@@ -17,3 +19,29 @@ def datasets_dir():
     if not path.is_dir():
         pytest.fail(f"the shared datasets folder {path} is missing (it sits beside the checkout)")
     return path
+
+
+def _map_limit() -> int | None:
+    try:
+        with open("/proc/sys/vm/max_map_count") as file:
+            return int(file.read())
+    except (OSError, ValueError):
+        return None  # not Linux: no such per-process limit to keep below
+
+
+_MAP_LIMIT = _map_limit()
+
+
+@pytest.fixture(autouse=True)
+def _bounded_memory_maps():
+    """Every program XLA compiles for the CPU keeps ~30 memory mappings until JAX drops it, and Linux
+    allows a process vm.max_map_count of them (65,530 here): a test worker that had compiled a few
+    thousand programs segfaulted in its next compile (CI, issue 17; its core file held 65,021).
+    After a test that leaves the worker past half the limit, JAX's caches are cleared."""
+    yield
+    if _MAP_LIMIT is not None:
+        with open("/proc/self/maps", "rb") as file:
+            count = sum(1 for _ in file)
+        if count > _MAP_LIMIT // 2:
+            jax.clear_caches()
+            gc.collect()
