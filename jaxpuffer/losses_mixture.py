@@ -128,7 +128,13 @@ def _components(y, weights, means, spreads, b, noise, center):
     z = y[:, None, None] - means[None]
     if noise == "laplace":
         right = y[:, None, None] >= center
-        log_p, slope = tail_normalized(z, spreads[None], b, right)
+
+        def one_mixture(_, row):  # one output per step: XLA then writes it out once (as in
+            z_, s_ = row  # noise.laplace_log_ratio) instead of re-evaluating it in every consumer
+            return None, jax.lax.complex(*tail_normalized(z_, s_, b, right[:, 0]))
+
+        packed = jax.lax.scan(one_mixture, None, (jnp.moveaxis(z, 1, 0), spreads), unroll=2)[1]
+        log_p, slope = jnp.moveaxis(packed.real, 0, 1), jnp.moveaxis(packed.imag, 0, 1)
         log_p = log_p + jnp.where(right, 1.0, -1.0) * (means[None] - center) / b
         shift, shift_slope = jnp.abs(y - center) / b, jnp.where(y >= center, 1.0, -1.0) / b
     else:
