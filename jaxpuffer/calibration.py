@@ -323,6 +323,12 @@ def _exact_jit(params, b, eps, noise, symmetric, family, zero, level="exact"):
     return _delta_at_zero(cfg, symmetric, params, eps) if zero else _delta(cfg, symmetric, b, params, eps)
 
 
+@partial(jax.jit, static_argnames=("family", "noise"))
+def _prune_bound_jit(params, b, eps, symmetric, family, noise):
+    """The family's cheap upper bound on δ per pair (one compiled program, not its eager ops)."""
+    return families.get(family).prune_bound(noise, params, b, eps, symmetric)
+
+
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact"):
     """A certified max over pairs of the exact δ at one scale, pruned by a bound ≥ L0 (``level``:
     the δ certified; a kernel without an exact evaluator certifies its coupling bound instead).
@@ -337,7 +343,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     fam = families.get(family)
     n = params[0].shape[0]
     zero = float(scale) == 0.0
-    bound = None if zero else fam.prune_bound(noise, params, scale, eps, symmetric)
+    bound = None if zero else _prune_bound_jit(params, scale, eps, symmetric, family=family, noise=noise)
     if bound is not None:
         bound = np.asarray(bound)
         order = np.argsort(-bound, kind="stable")
@@ -448,6 +454,14 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), converged, iterations
 
 
+@partial(jax.jit, static_argnames=("floor",))
+def _poison_invalid(pairs, eps, delta, per_pair, scale, floor):
+    """NaN for the pairs (and the scale) whose inputs are invalid: under a transformation they
+    cannot be refused, and their answer must be unusable, never a number."""
+    valid = (pairs.first.ok() & pairs.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor)
+    return _validate.poison(valid, per_pair), _validate.poison(jnp.all(valid), scale)
+
+
 def calibrate(
     pairs: PairSet,
     eps,
@@ -544,10 +558,7 @@ def calibrate(
             )
         scale = jnp.max(per_pair)
         solver_name = solver
-    # under a transformation invalid inputs cannot be refused: their answer is NaN, never a number
-    valid = (pairs.first.ok() & pairs.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor)
-    per_pair = _validate.poison(valid, per_pair)
-    scale = _validate.poison(jnp.all(valid), scale)
+    per_pair, scale = _poison_invalid(pairs, eps, delta, per_pair, scale, floor=floor)
     if _validate.is_concrete(scale) and not float(scale) <= _validate.RESULT_MAX:
         raise ValueError(
             f"the calibrated scale {float(scale)!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
