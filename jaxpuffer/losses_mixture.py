@@ -371,17 +371,12 @@ def _pieces(pair: _Pair, pts, f_pts, noise):
     return jnp.stack(bounds), jnp.stack(unproven)
 
 
-
-def _coarse_pass(first, second, b, eps, noise):
+def _coarse_pass(pair: _Pair, noise):
     """The first pass of the exact evaluator for one mixture pair (module docstring): both orders'
     bound without the ``_REFINE_PIECES`` unproven pieces that hold the most (2,), those pieces'
     own bounds (2, R), which of them are unproven (R,), their subdivision points (R·P,), whether
-    the pools held every crossing and extremum, and diagnostics (unproven pieces per order, pieces).
-
-    ``first``, ``second`` = (weights, means, stds), each (k,); b > 0 (or θ ≥ 0 for Gaussian noise
-    with every positive-weight σ > 0)."""
+    the pools held every crossing and extremum, and diagnostics (unproven pieces per order, pieces)."""
     sg = jax.lax.stop_gradient
-    pair = _pair(first, second, b, eps, noise)
     weights, means, spreads, b_, eps_ = pair[:5]
     y = _grid(weights, means, spreads, b_, noise)
     ratio = partial(_ratio, pair, noise=noise)
@@ -469,11 +464,10 @@ def _coarse_pass(first, second, b, eps, noise):
     return rest, coarse, need[picked] >= 0, fine, resolved, (jnp.sum(unproven, axis=1), pts.shape[0] - 1)
 
 
-def _fine_pass(first, second, b, eps, fine, refine, noise):
+def _fine_pass(pair: _Pair, fine, refine, noise):
     """The second pass: the bounds of the pieces that :func:`_coarse_pass` left open, each split at
     its ``_REFINE_POINTS`` points ``fine`` (R·P,) and bounded again by the same rules where
     ``refine`` (R,); (2, R) bounds (+∞ where not refined) and subpieces still unproven per order."""
-    pair = _pair(first, second, b, eps, noise)
     r_fine = _ratio(pair, fine, noise)[0]
     fine_bounds, fine_unproven = _pieces(pair, fine, jnp.stack([r_fine - pair.eps, -r_fine - pair.eps]), noise)
     shape = (2, _REFINE_PIECES, _REFINE_POINTS)
@@ -486,9 +480,13 @@ def _fine_pass(first, second, b, eps, fine, refine, noise):
 def _exact_pair(first, second, b, eps, noise):
     """(δ for order i→j, δ for order j→i, resolved, diagnostics) for one mixture pair, both passes
     (module docstring). diagnostics: (unproven pieces per order (2,), pieces subdivided, subpieces
-    still unproven per order (2,), pieces)."""
-    rest, coarse, refine, fine, resolved, (unproven, count) = _coarse_pass(first, second, b, eps, noise)
-    refined, still = _fine_pass(first, second, b, eps, fine, refine, noise)
+    still unproven per order (2,), pieces).
+
+    ``first``, ``second`` = (weights, means, stds), each (k,); b > 0 (or θ ≥ 0 for Gaussian noise
+    with every positive-weight σ > 0)."""
+    pair = _pair(first, second, b, eps, noise)
+    rest, coarse, refine, fine, resolved, (unproven, count) = _coarse_pass(pair, noise)
+    refined, still = _fine_pass(pair, fine, refine, noise)
     total = rest + jnp.sum(jnp.minimum(coarse, refined), axis=1)
     return jnp.minimum(total[0], 1.0), jnp.minimum(total[1], 1.0), resolved, (unproven, jnp.sum(refine), still, count)
 
