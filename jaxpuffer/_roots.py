@@ -105,17 +105,32 @@ def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start, bisections: int = 
     new_f_lo = jnp.where(left_ok, jnp.where(right_ok, f_l, f_r), f_lo)
     new_hi = jnp.where(left_ok, jnp.where(right_ok, x_r, hi), x_l)
     new_f_hi = jnp.where(left_ok, jnp.where(right_ok, f_r, f_hi), f_l)
+    bracket = new_lo, new_hi, new_f_lo, new_f_hi
     if not bisections:
-        return new_lo, new_hi, new_f_lo, new_f_hi
+        return bracket
+    return bisect_widest(lambda x, _: fun_and_slope(x)[0], *bracket, bisections, new_lo.shape[-1], True)
 
-    def halve(_, state):  # where Newton stalled (a zero on a flat stretch), halve the bracket
-        lo, hi, f_lo, f_hi = state
-        mid = 0.5 * (lo + hi)
-        f_mid = fun_and_slope(mid)[0]
+
+def bisect_widest(fun, lo, hi, f_lo, f_hi, steps: int, lanes: int, live):
+    """``steps`` bisection steps on the ``lanes`` widest of the brackets [lo, hi] (1-D, as
+    :func:`newton_bracket` leaves them: f(lo), f(hi) of opposite signs) among those marked ``live``;
+    the others are returned as given, still valid brackets. ``fun(x, idx)`` is f at the points x
+    (lanes,) of the brackets ``idx``. Bisecting only where Newton stalled (a zero on a flat
+    stretch; most brackets are already 1e-11 wide) keeps the cost of the loop to ``lanes``
+    evaluations per step."""
+    every = lanes >= lo.shape[-1]
+    idx = Ellipsis if every else jax.lax.top_k(jnp.where(live, jnp.abs(hi - lo), -1.0), lanes)[1]
+    pos_left = f_lo[idx] > 0  # the lo end is the positive one (newton_bracket's sides)
+
+    def halve(_, state):
+        lo_, hi_, f_lo_, f_hi_ = state
+        mid = 0.5 * (lo_ + hi_)
+        f_mid = fun(mid, idx)
         on_lo_side = (f_mid > 0) == pos_left
-        return jnp.where(on_lo_side, mid, lo), jnp.where(on_lo_side, hi, mid), jnp.where(on_lo_side, f_mid, f_lo), jnp.where(on_lo_side, f_hi, f_mid)
+        return jnp.where(on_lo_side, mid, lo_), jnp.where(on_lo_side, hi_, mid), jnp.where(on_lo_side, f_mid, f_lo_), jnp.where(on_lo_side, f_hi_, f_mid)
 
-    return jax.lax.fori_loop(0, bisections, halve, (new_lo, new_hi, new_f_lo, new_f_hi))
+    out = jax.lax.fori_loop(0, steps, halve, (lo[idx], hi[idx], f_lo[idx], f_hi[idx]))
+    return out if every else tuple(full.at[idx].set(part) for full, part in zip((lo, hi, f_lo, f_hi), out))
 
 
 def newton_in_bracket(fun_and_slope, a, c, fa, fc, steps, start=None):
