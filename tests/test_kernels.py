@@ -69,3 +69,19 @@ def test_bracketed_root_finders_match_brentq():
     centre = jnp.asarray(c)
     peak = np.asarray(_roots.illinois(lambda x: -2 * (x - centre) + 0.1, centre - 1.0, centre + 2.0, jnp.full(4, 2.1), jnp.full(4, -3.9), 16))
     assert np.allclose(peak, c + 0.05, rtol=1e-13)
+
+
+def test_bisect_widest_halves_only_the_widest_live_brackets():
+    # f(x) = x³ − c with brackets of widths 3, 1, 2, 0.5; lane 0 is not live. The two widest live
+    # lanes (2 and 1) are bisected 10 times; the rest come back as given. Every bracket still
+    # holds brentq's root, with f of the signs it had at its ends.
+    c = jnp.array([8.0, 0.3, 2.0, 7.5])
+    lo, hi = jnp.array([0.0, 0.0, 0.5, 1.75]), jnp.array([3.0, 1.0, 2.5, 2.25])
+    fun = lambda x, idx: x**3 - c[idx]  # noqa: E731
+    live = jnp.array([False, True, True, True])
+    out = [np.asarray(v) for v in _roots.bisect_widest(fun, lo, hi, lo**3 - c, hi**3 - c, 10, 2, live)]
+    widths = out[1] - out[0]
+    assert np.allclose(widths, [3.0, 1.0 / 2**10, 2.0 / 2**10, 0.5], rtol=1e-12)
+    ref = [scipy.optimize.brentq(lambda x, ci=ci: x**3 - ci, 0.0, 3.0, xtol=1e-15) for ci in np.asarray(c)]
+    assert np.all((out[0] <= ref) & (ref <= out[1]))
+    assert np.all(out[2] < 0) and np.all(out[3] > 0)
