@@ -252,7 +252,10 @@ def _gaussian_regions_one(x, p, q, theta, eps):
     fine = fine.at[:, -1].set(y[pick + 1])
     sub_cells = cells(fine)
     sub = [t.sum(axis=-1) for t in sub_cells[:5]]
-    refined = [t.sum() - t[pick].sum() + s.sum() for t, s in zip((piece_p, piece_q, held, slack_p, slack_q), sub)]
+    # summed over the cells not picked, never as the total less the picked ones (a picked cell's
+    # large slack less itself can cancel the rest away: the mixture evaluator's harness seed 47)
+    kept = jnp.ones(need.shape, bool).at[pick].set(False)
+    refined = [jnp.sum(jnp.where(kept, t, 0.0)) + s.sum() for t, s in zip((piece_p, piece_q, held, slack_p, slack_q), sub)]
     coarse = [t.sum() for t in (piece_p, piece_q, held)] + [0.0, 0.0]  # exact: no slack
     # the sign changes of c_k = p_k − e^ε q_k bound the roots (module docstring): when the grid
     # found that many, every cell's pattern is proven and the coarse pass is exact
