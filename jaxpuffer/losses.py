@@ -209,9 +209,9 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     fc_all = jnp.concatenate([fc_c, jnp.where(hidden, peak_val, 1.0), fc_right])
     sgn = jnp.concatenate([sign_c, sign_p, sign_p])
 
-    def f_and_slope(x):
+    def f_and_slope(x, lanes=Ellipsis):  # f and f' at x (one point per bracket of ``lanes``)
         value, slope, _ = ratio(x)
-        return sgn * value - eps_, sgn * slope
+        return sgn[lanes] * value - eps_, sgn[lanes] * slope
 
     # first points: a quadratic from the end nearer 0 for grid crossings (a grid point can sit on
     # a near-tangent peak), the vertex parabola for the flanks of a hidden peak (from regula
@@ -225,7 +225,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     ])
     bracket = newton_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS, start)
     used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
-    lo_b, hi_b, f_lo_b, f_hi_b = bisect_widest(lambda x, idx: sgn[idx] * ratio(x)[0] - eps_, *bracket, _BISECTIONS, _BISECT_LANES, used)
+    lo_b, hi_b, f_lo_b, f_hi_b = bisect_widest(lambda x, idx: f_and_slope(x, idx)[0], *bracket, _BISECTIONS, _BISECT_LANES, used)
     # each zero stands for its bracket's end on the positive side (f > 0): the positive set's
     # masses are then taken between points where f > 0, and what a bracket holds is bounded
     # apart — ∫ (p − e^ε q)_+ ≤ ∫ p (1 − e^{−f})_+ ≤ (width) p(t₀)(1 − e^{−F}) with t₀ the
