@@ -103,7 +103,7 @@ def sum_query(K):
         start = time.perf_counter()
         res = jp.calibrate(pairs, EPS, DELTA, level=level)
         t = time.perf_counter() - start
-        print(f"  {level:>8}: b = {float(res.scale):.6f} (binding user {res.binding[0]}), exact δ at b = {float(res.delta_achieved):.3g}, {t:.2f} s")
+        print(f"  {level:>8}: b = {float(res.scale):.6f} (binding user {res.binding[0]}), {res.certificate} δ at b = {res.delta_achieved:.3g}, {t:.2f} s")
 
 
 def main():

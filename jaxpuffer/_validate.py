@@ -30,11 +30,6 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def _describe(arr: np.ndarray) -> str:
-    bad = arr.ravel()
-    return repr(bad[0].item()) if bad.size == 1 else f"array of shape {arr.shape}"
-
-
 def float_array(name: str, value) -> jax.Array:
     """``value`` as a float64 array; raises if it is not real-valued or not finite."""
     if isinstance(value, (str, bytes)):
@@ -46,8 +41,9 @@ def float_array(name: str, value) -> jax.Array:
     if is_concrete(arr):
         host = np.asarray(arr)
         if not np.all(np.isfinite(host)):
-            bad = host[~np.isfinite(host)]
-            raise ValueError(f"{name} must be finite; got {bad.ravel()[0].item()!r} in {_describe(host)}")
+            bad = host[~np.isfinite(host)].ravel()[0].item()
+            where = "" if host.size == 1 else f" in an array of shape {host.shape}"
+            raise ValueError(f"{name} must be finite; got {bad!r}{where}")
     return arr
 
 

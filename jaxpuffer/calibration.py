@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 import warnings
 from functools import partial
 from typing import Any, NamedTuple
@@ -52,6 +53,7 @@ from .tau import METHODS as TAU_METHODS
 LEVELS = ("theorem", "indicator", "coupling", "exact")
 NOISES = kernels.names()
 SOLVERS = ("optax", "bisection")
+CERTIFY = ("exact", "level")
 GAUSSIAN_NOISE_LEVELS = kernels.Normal.levels
 
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
@@ -71,20 +73,30 @@ DELTA_FLOOR = 1e-30
 class Calibration(NamedTuple):
     """The result of :func:`calibrate`.
 
+    Concrete results hold Python numbers where a person reads them (``scale``, ``delta_achieved``,
+    ``eps``, ``delta``: floats; ``converged``: bool; ``iterations``: int) and arrays where there are
+    many (``per_pair``); under ``jit``/``vmap``/``grad`` they are JAX values. ``str(result)`` is a
+    short summary; ``result.to_dict()`` a JSON-ready dict.
+
     Attributes:
       scale: the noise scale to use: Laplace b or Gaussian std θ, the max over pairs and priors.
       per_pair: the smallest feasible scale for each pair, shape ``pairs.batch_shape``.
       binding: index (tuple) into ``per_pair`` of the pair that sets ``scale``.
-      delta_achieved: the exact δ (L0) at ``scale``, max over pairs and orders — for very large
-        pair sets a certified upper bound on it (see :func:`_max_exact_delta`); for a kernel with
-        no exact evaluator (generalized Gaussian noise) its coupling bound, which is ≥ L0; None
-        when calibrate runs under a JAX transformation such as ``grad``.
+      delta_achieved: a certified δ at ``scale``, max over pairs and orders: the level named by
+        ``certificate``. ``"exact"``: the exact δ (L0) — for very large pair sets a certified
+        upper bound on it (see :func:`_max_exact_delta`); ``"theorem"``: the closed form's own δ
+        at ``scale`` (Theorem 1 or 2 inverted; ≥ L0 and ≤ the target); ``"coupling"``: the
+        coupling bound (≥ L0; kernels with no exact evaluator, such as generalized Gaussian
+        noise). None when calibrate runs under a JAX transformation such as ``grad``.
       level, noise, solver: how the scale was obtained (``noise``: the kernel's name, or the
         kernel itself where it has shape parameters, e.g. ``GeneralizedGaussian(p=1.5)``).
       eps, delta: the target.
       converged: whether every per-pair search closed its bracket to ``rtol`` (closed forms: True;
         None under a JAX transformation).
       iterations: the most solver iterations any pair used (closed forms: 0; None likewise).
+      certificate: the level whose δ ``delta_achieved`` is (see there).
+      binding_pair: the pair that sets ``scale`` (``pairs[binding]``, a one-pair
+        :class:`PairSet` with its priors' parameters); None under a JAX transformation.
     """
 
     scale: Any
@@ -98,11 +110,60 @@ class Calibration(NamedTuple):
     converged: bool
     iterations: int
     solver: str = "closed form"
+    certificate: str = "exact"
+    binding_pair: Any = None
 
     @property
     def variance(self):
         """Variance of the noise: 2b² for Laplace, θ² for Gaussian (the kernel's ``variance``)."""
-        return kernels.resolve(self.noise).variance(self.scale)
+        variance = kernels.resolve(self.noise).variance(self.scale)
+        return float(variance) if isinstance(self.scale, float) else variance
+
+    def to_dict(self) -> dict:
+        """The result as plain Python values (JSON-ready); ``binding_pair`` as its priors' fields."""
+        def plain(value):
+            return np.asarray(value).tolist() if value is not None else None
+
+        pair = self.binding_pair
+        return {
+            "scale": plain(self.scale), "variance": plain(self.variance), "per_pair": plain(self.per_pair),
+            "binding": [int(i) for i in self.binding] if pair is not None else plain(self.binding),
+            "binding_pair": None if pair is None else {
+                side: {"prior": type(prior).__name__, **{f: plain(getattr(prior, f)) for f in prior._fields}}
+                for side, prior in (("first", pair.first), ("second", pair.second))
+            },
+            "delta_achieved": plain(self.delta_achieved), "certificate": self.certificate, "level": self.level, "noise": str(self.noise),
+            "eps": plain(self.eps), "delta": plain(self.delta), "converged": self.converged,
+            "iterations": self.iterations, "solver": self.solver,
+        }
+
+    def __str__(self) -> str:
+        kernel = kernels.resolve(self.noise)
+        sym = kernel.symbol
+        lines = [
+            f"Calibration: {self.noise} noise, {sym} = {float(self.scale):.6g} (variance {float(self.variance):.6g}) "
+            f"for (ε, δ) = ({float(self.eps):g}, {float(self.delta):g}), {self.level} level ({self.solver})",
+            f"  δ at {sym} ({self.certificate} level): {'not computed' if self.delta_achieved is None else format(float(self.delta_achieved), '.4g')}"
+            f"   pairs: {np.size(self.per_pair)}   converged: {self.converged}   iterations: {self.iterations}",
+        ]
+        if self.binding_pair is not None:
+            first, second = (_describe_prior(p) for p in (self.binding_pair.first, self.binding_pair.second))
+            lines.append(f"  binding pair {tuple(self.binding)}: {first} vs {second}")
+        return "\n".join(lines)
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython / Jupyter
+        printer.text(str(self))
+
+
+@partial(jax.jit, static_argnames="family")
+def _theorem_certificate(params, scale, eps, family):
+    """The theorem level's certificate: max over pairs of its closed form's δ at ``scale``."""
+    return jnp.max(families.get(family).theorem_delta(params, scale, eps))
+
+
+def _describe_prior(prior) -> str:
+    fields = ", ".join(f"{f}={np.array2string(np.asarray(getattr(prior, f)), precision=6)}" for f in prior._fields)
+    return f"{type(prior).__name__}({fields})"
 
 
 class _Config(NamedTuple):
@@ -364,13 +425,23 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
 # ----------------------------------------------------------------------------- entry point
 
 
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = int(width * done / total)
-    sys.stderr.write(f"\rjaxpuffer: calibrating {total} pairs [{'#' * filled}{'.' * (width - filled)}] {100 * done // total:3d}%")
-    if done == total:
-        sys.stderr.write("\n")
-    sys.stderr.flush()
+class _Progress:
+    """A progress bar on stderr: pairs done, percent, and the rate since the call began."""
+
+    def __init__(self, total: int, level: str):
+        self.total, self.level, self.start = total, level, time.perf_counter()
+
+    def __call__(self, done: int) -> None:
+        width = 30
+        filled = int(width * done / self.total)
+        rate = done / max(time.perf_counter() - self.start, 1e-9)
+        sys.stderr.write(
+            f"\rjaxpuffer: calibrating {self.total} pairs, {self.level} level [{'#' * filled}{'.' * (width - filled)}] "
+            f"{100 * done // self.total:3d}%  {rate:,.0f} pairs/s"
+        )
+        if done == self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
 
 
 def _bucket(m: int, cap: int) -> int:
@@ -437,6 +508,7 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     cap = n if chunk_size is None else chunk_size
     concrete = all(_validate.is_concrete(v) for v in (*params, eps, target))
     parts, converged, iterations = [], True, 0
+    report = _Progress(n, cfg.level) if progress else None
     for start in range(0, n, cap):
         idx = np.arange(start, min(start + cap, n))
         take = _pad_take(params, idx, _bucket(idx.size, cap))
@@ -447,8 +519,8 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
             parts.append(jnp.asarray(b[: idx.size]))
         else:
             parts.append(_root(cfg, take, eps, target, max_iter, symmetric)[: idx.size])
-        if progress:
-            _progress(int(idx[-1]) + 1, n)
+        if report:
+            report(int(idx[-1]) + 1)
     if not concrete:
         converged, iterations = None, None
     return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), converged, iterations
@@ -475,6 +547,7 @@ def calibrate(
     max_iter: int = 100,
     chunk_size: int | None = 16384,
     progress: bool = False,
+    certify: str | None = None,
 ) -> Calibration:
     """The noise scale that makes Y = X + N (ε, δ)-pufferfish private for every pair in ``pairs``.
 
@@ -505,6 +578,12 @@ def calibrate(
         bracket decision at the target: each answer is still verified, and they agree to ``rtol``
         (measured: ≤ 5e-11 relative, on 3 of 300 mixture pairs and 93 of 2,500 Gaussian pairs).
       progress: print a progress bar on stderr while chunks are processed.
+      certify: what ``delta_achieved`` reports. ``"exact"``: the exact δ at the scale (the
+        tightest; it compiles the exact evaluator, tens of CPU seconds on a first call);
+        ``"level"``: the δ of the level that produced the scale (for ``"theorem"`` its closed form
+        inverted, a few microseconds — where the family's theorem has no inverse, discrete priors,
+        the exact δ). Default: ``"level"`` at the theorem level, whose closed form already proves
+        δ ≤ target, and ``"exact"`` at the numerical levels. ``Calibration.certificate`` says which.
 
     Returns:
       A :class:`Calibration`.
@@ -513,6 +592,9 @@ def calibrate(
     kernel = kernels.resolve(noise)
     _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)
+    if certify is None:
+        certify = "level" if level == "theorem" else "exact"
+    _validate.choice("certify", certify, CERTIFY)
     if level not in kernel.levels:
         ok = " or ".join(repr(v) for v in reversed(kernel.levels))
         why = "is a Laplace-noise bound" if level in ("theorem", "indicator") else f"has no evaluator for {kernel!r} yet"
@@ -543,6 +625,8 @@ def calibrate(
 
     if level == "theorem":
         per_pair = family.theorem(pairs, params, eps, delta, tau)
+        if progress:  # one vectorized closed form: done at once
+            _Progress(per_pair.size, "theorem")(per_pair.size)
         scale = jnp.max(per_pair)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
@@ -565,23 +649,30 @@ def calibrate(
             "eps is too small for these priors"
         )
     per_pair = per_pair.reshape(shape)
+    certified = level if certify == "level" else "exact" if "exact" in kernel.levels else level  # the tightest it has
+    achieved = None  # under a transformation the certificate is not computed
     if all(_validate.is_concrete(v) for v in (scale, *params, eps)):
-        certified = "exact" if "exact" in kernel.levels else level  # the tightest level it has
-        achieved = _max_exact_delta(family.name, params, scale, eps, noise_key, pairs.symmetric, level=certified)
-    else:  # under a transformation the certificate is not computed
-        achieved = None
+        if certified == "theorem" and family.theorem_delta is not None:
+            achieved = _theorem_certificate(params, scale, eps, family=family.name)
+        else:
+            certified = "exact" if certified == "theorem" else certified
+            achieved = _max_exact_delta(family.name, params, scale, eps, noise_key, pairs.symmetric, level=certified)
+    binding = _binding(per_pair)
+    concrete = all(_validate.is_concrete(v) for v in (scale, eps, delta))
     return Calibration(
-        scale=scale,
+        scale=float(scale) if concrete else scale,
         per_pair=per_pair,
-        binding=_binding(per_pair),
-        delta_achieved=achieved,
+        binding=binding,
+        delta_achieved=None if achieved is None else float(achieved),
         level=level,
         noise=noise_key,
-        eps=eps,
-        delta=delta,
+        eps=float(eps) if concrete else eps,
+        delta=float(delta) if concrete else delta,
         converged=converged,
         iterations=iterations,
         solver=solver_name,
+        certificate=certified,
+        binding_pair=pairs[binding] if concrete and _validate.is_concrete(per_pair) else None,
     )
 
 

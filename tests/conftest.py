@@ -3,7 +3,7 @@ import os
 import pathlib
 import sys
 
-os.environ.setdefault("JAXPUFFER_CACHE_DIR", "")  # the CLI's on-disk compile cache stays off in tests
+os.environ["JAXPUFFER_CACHE"] = "0"  # the on-disk compile cache stays off in tests (each test compiles what it uses)
 
 import jax
 import jaxpuffer  # noqa: F401  (enables float64 before any test builds arrays)

@@ -16,12 +16,44 @@ def test_theorem_level_scale_binding_and_certificate():
     assert result.binding == (1,)
     assert float(result.scale) == pytest.approx(max(ref), rel=1e-14)
     assert float(result.scale) >= max(ref)  # rounded to the safe side
-    # delta_achieved is the exact δ at the scale: far below δ, as Theorem 1 is a loose bound
-    assert float(result.delta_achieved) <= 0.05
-    assert float(result.delta_achieved) == pytest.approx(float(jp.delta_exact(pairs, result.scale, 1.0).max()), rel=1e-12)
-    assert float(jp.delta_theorem(pairs, result.scale, 1.0).max()) == pytest.approx(0.05, rel=1e-10)
+    # the theorem level certifies with its own closed form (issue 15): Theorem 1 inverted at the
+    # scale, 2Q((εb − |Δμ|)/|Δσ|), independently by scipy; it sits on the target, never above
+    b = result.scale
+    by_scipy = max(2 * scipy.stats.norm.sf((b - 1.0) / 1.0), 2 * scipy.stats.norm.sf(b / 2.0))
+    assert result.certificate == "theorem" and result.delta_achieved == pytest.approx(by_scipy, rel=1e-12)
+    assert result.delta_achieved <= 0.05 and result.delta_achieved == pytest.approx(0.05, rel=1e-10)
+    # certify="exact": the exact δ at the scale, far below δ, as Theorem 1 is a loose bound
+    exact = jp.calibrate(pairs, 1.0, 0.05, certify="exact")
+    assert exact.certificate == "exact" and exact.scale == result.scale
+    assert exact.delta_achieved == pytest.approx(float(jp.delta_exact(pairs, result.scale, 1.0).max()), rel=1e-12)
+    assert exact.delta_achieved < 0.01 * result.delta_achieved
     assert result.converged and result.level == "theorem" and result.noise == "laplace"
-    assert float(result.variance) == pytest.approx(2 * float(result.scale) ** 2)
+    assert isinstance(result.scale, float) and isinstance(result.delta_achieved, float)
+    assert result.variance == pytest.approx(2 * result.scale**2)
+
+
+def test_theorem_certificate_is_between_the_exact_delta_and_the_target():
+    """The closed-form certificate of each family bounds the exact δ and stays ≤ the target;
+    discrete priors (no inverse of their Theorem 1) are certified exactly."""
+    rng = np.random.default_rng(15)
+    n, k = 24, 3
+    w = rng.dirichlet(np.ones(k), size=(2, n))
+    mixtures = jp.PairSet(
+        jp.GaussianMixture(w[0], rng.normal(0, 2, (n, k)), rng.uniform(0.2, 2, (n, k))),
+        jp.GaussianMixture(w[1], rng.normal(0, 2, (n, k)), rng.uniform(0.2, 2, (n, k))),
+    )
+    for delta in (1e-2, 1e-6):
+        cheap = jp.calibrate(mixtures, 1.0, delta)
+        exact = jp.calibrate(mixtures, 1.0, delta, certify="exact")
+        assert cheap.certificate == "theorem" and exact.certificate == "exact" and cheap.scale == exact.scale
+        assert exact.delta_achieved <= cheap.delta_achieved <= delta
+    discrete = jp.PairSet(jp.Discrete([1, 2, 3], [0.2, 0.5, 0.3]), jp.Discrete([1, 2, 3], [0.4, 0.4, 0.2]))
+    assert jp.calibrate(discrete, 1.0, 1e-3).certificate == "exact"
+    coupling = jp.calibrate(jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 2.0)), 1.0, 1e-3, level="coupling", certify="level")
+    assert coupling.certificate == "coupling"
+    assert coupling.delta_achieved == pytest.approx(float(jp.delta_coupling(jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 2.0)), coupling.scale, 1.0)), rel=1e-9)
+    with pytest.raises(ValueError, match="certify"):
+        jp.calibrate(discrete, 1.0, 1e-3, certify="loose")
 
 
 def test_adversary_axis_is_maximised_over():

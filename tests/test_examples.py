@@ -67,3 +67,10 @@ def test_gmm_experiments_on_the_real_files(tmp_path, datasets_dir, capsys, monke
     assert "271 rows (23 with chol or sex missing dropped); 74 female, 197 male" in out
     for png in ("figure3_adult.png", "figure4_hungarian.png"):
         assert (tmp_path / png).stat().st_size > 10_000
+
+
+def test_gaussian_mechanism_example(tmp_path, capsys, monkeypatch):
+    # in this process: it shares the Gaussian-noise programs compiled by the tests before it
+    out = run_example_here("gaussian_mechanism.py", tmp_path, capsys, monkeypatch)
+    assert "Point masses (DP), Δ = 1" in out and "Gaussian priors N(0,1) vs N(1,2²)" in out
+    assert (tmp_path / "gaussian_mechanism.png").stat().st_size > 10_000

@@ -25,6 +25,10 @@ class DiscreteFamily:
         """The Kantorovich paper's Theorem 1 (Laplace, b = Δ_π*/ε)."""
         return kantorovich.theorem1(pairs, eps).reshape(-1)
 
+    # Theorem 1 is pure ε on a plan whose support is decided with a tolerance: no inverse to
+    # certify with; the theorem level's certificate is the exact δ.
+    theorem_delta = None
+
     def delta(self, level, noise, params, b, eps, symmetric):
         return discrete_delta(level, noise, *params, b, eps, symmetric)
 

@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 
 from ..bounds import _gaussian_pairs, theorem1_scale
-from ..losses import pair_delta, prior_delta
+from ..losses import pair_delta, prior_delta, theorem_delta
 from ..priors import Gaussian
 from ..tau import tau_star_unchecked
 from . import register
@@ -38,6 +38,11 @@ class GaussianFamily:
 
     def theorem(self, pairs, params, eps, delta, tau):
         return theorem_level(params[0], params[1] - params[2], eps, delta, tau)[0]
+
+    def theorem_delta(self, params, b, eps):
+        """Theorem 1 inverted: 2Q((εb − |Δμ|)/|Δσ|) (:func:`jaxpuffer.losses.theorem_delta`)."""
+        d_mu, s1, s2 = params
+        return theorem_delta(d_mu, s1 - s2, b, eps)
 
     def delta(self, level, noise, params, b, eps, symmetric):
         return pair_delta(level, noise, *params, b, eps, symmetric)

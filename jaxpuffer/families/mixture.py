@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from ..bounds import mixture_theorem_scale, theorem1_scale, theorem2
 from ..couplings import gmm_coupling
+from ..losses import theorem_delta
 from ..losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from ..priors import GaussianMixture
 from ..tau import tau_star_unchecked
@@ -23,6 +24,14 @@ class MixtureFamily:
     def theorem(self, pairs, params, eps, delta, tau):
         """Theorem 2 in its valid (max) form."""
         return theorem2(pairs, eps, delta, coupling="bound", form="max", tau=tau).reshape(-1)
+
+    def theorem_delta(self, params, b, eps):
+        """Theorem 2 inverted on the same plan: Σ_kl w_kl δ_kl(b), δ_kl Theorem 1's δ for the
+        component pair (k, l) at b. At Theorem 2's (max form) scale every δ_kl ≤ δ, so the sum is
+        ≤ δ; it bounds the plan's coupling bound (24), hence the exact δ."""
+        w, d_mu, d_sigma = params[:3]
+        per_component = theorem_delta(d_mu, d_sigma, jnp.asarray(b)[..., None, None], eps)
+        return jnp.sum(jnp.where(w > 0, w * per_component, 0.0), axis=(-2, -1))
 
     def delta(self, level, noise, params, b, eps, symmetric):
         return mixture_delta(level, noise, params, b, eps, symmetric)
