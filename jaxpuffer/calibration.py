@@ -127,7 +127,7 @@ class Calibration(NamedTuple):
         pair = self.binding_pair
         return {
             "scale": plain(self.scale), "variance": plain(self.variance), "per_pair": plain(self.per_pair),
-            "binding": [int(i) for i in self.binding] if pair is not None else plain(self.binding),
+            "binding": plain(self.binding),
             "binding_pair": None if pair is None else {
                 side: {"prior": type(prior).__name__, **{f: plain(getattr(prior, f)) for f in prior._fields}}
                 for side, prior in (("first", pair.first), ("second", pair.second))
@@ -649,13 +649,16 @@ def calibrate(
             "eps is too small for these priors"
         )
     per_pair = per_pair.reshape(shape)
-    certified = level if certify == "level" else "exact" if "exact" in kernel.levels else level  # the tightest it has
+    # the level whose δ certifies the scale: the level's own, or the tightest the kernel has; a
+    # theorem with no inverse (discrete priors) is certified exactly
+    certified = level if certify == "level" or "exact" not in kernel.levels else "exact"
+    if certified == "theorem" and family.theorem_delta is None:
+        certified = "exact"
     achieved = None  # under a transformation the certificate is not computed
     if all(_validate.is_concrete(v) for v in (scale, *params, eps)):
-        if certified == "theorem" and family.theorem_delta is not None:
+        if certified == "theorem":
             achieved = _theorem_certificate(params, scale, eps, family=family.name)
         else:
-            certified = "exact" if certified == "theorem" else certified
             achieved = _max_exact_delta(family.name, params, scale, eps, noise_key, pairs.symmetric, level=certified)
     binding = _binding(per_pair)
     concrete = all(_validate.is_concrete(v) for v in (scale, eps, delta))

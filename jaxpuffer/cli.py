@@ -107,11 +107,9 @@ def read_csv_columns(path: str, columns: tuple[str, ...], what: str) -> tuple[li
 
 # A JSON pair file: {"family": F, "pairs": [{"label": ..., "first": PRIOR, "second": PRIOR}, ...]}
 # with PRIOR per family F (lists of one length within a prior; lengths may differ between priors):
-PAIR_FILE_FIELDS = {
-    "gaussian": ("mean", "std"),  # numbers
-    "mixture": ("weights", "means", "stds"),  # one entry per component
-    "discrete": ("support", "probs"),  # one entry per atom, support sorted
-}
+# the priors' own fields: gaussian (mean, std) numbers; mixture (weights, means, stds) one entry
+# per component; discrete (support, probs) one entry per atom, support sorted.
+PAIR_FILE_FIELDS = {"gaussian": Gaussian._fields, "mixture": GaussianMixture._fields, "discrete": Discrete._fields}
 
 
 def _json_prior(prior, family: str, where: str) -> list[np.ndarray]:
@@ -437,7 +435,7 @@ def cmd_fit(args) -> str:
     prior = fit.prior
     i, j = all_pairs_index(len(names))
     pairs = all_pairs(prior)
-    side = lambda p: {"weights": np.asarray(p.weights).tolist(), "means": np.asarray(p.means).tolist(), "stds": np.asarray(p.stds).tolist()}  # noqa: E731
+    side = lambda p: {f: np.asarray(getattr(p, f)).tolist() for f in PAIR_FILE_FIELDS["mixture"]}  # noqa: E731
     document = {
         "family": "mixture",
         "source": {"data": args.data, "value": args.value, "secret": args.secret, "components": args.components, "seed": args.seed},
