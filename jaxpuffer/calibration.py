@@ -75,7 +75,8 @@ class Calibration(NamedTuple):
 
     Concrete results hold Python numbers where a person reads them (``scale``, ``delta_achieved``,
     ``eps``, ``delta``: floats; ``converged``: bool; ``iterations``: int) and arrays where there are
-    many (``per_pair``); under ``jit``/``vmap``/``grad`` they are JAX values. ``str(result)`` is a
+    many (``per_pair``; for a sweep over arrays of ε and δ, numpy arrays of the sweep's shape for
+    those four too); under ``jit``/``vmap``/``grad`` they are JAX values. ``str(result)`` is a
     short summary; ``result.to_dict()`` a JSON-ready dict.
 
     Attributes:
@@ -140,6 +141,8 @@ class Calibration(NamedTuple):
     def __str__(self) -> str:
         kernel = kernels.resolve(self.noise)
         sym = kernel.symbol
+        if np.ndim(self.scale):
+            return self._sweep_table(sym)
         lines = [
             f"Calibration: {self.noise} noise, {sym} = {float(self.scale):.6g} (variance {float(self.variance):.6g}) "
             f"for (ε, δ) = ({float(self.eps):g}, {float(self.delta):g}), {self.level} level ({self.solver})",
@@ -151,14 +154,30 @@ class Calibration(NamedTuple):
             lines.append(f"  binding pair {tuple(self.binding)}: {first} vs {second}")
         return "\n".join(lines)
 
+    def _sweep_table(self, sym) -> str:
+        """One line per (ε, δ) of a sweep: the scale, the noise's std and the certified δ."""
+        scale = np.asarray(self.scale, np.float64)
+        pairs = np.size(self.per_pair) // scale.size
+        lines = [
+            f"Calibration sweep: {self.noise} noise, {self.level} level ({self.solver}), {scale.size} (ε, δ) points × {pairs} pairs, "
+            f"converged: {self.converged}",
+            f"  {'ε':>10} {'δ':>10} {sym:>12} {'noise std':>12} {'δ at ' + sym + ' (' + self.certificate + ')':>22}",
+        ]
+        achieved = np.full(scale.shape, np.nan) if self.delta_achieved is None else np.asarray(self.delta_achieved, np.float64)
+        std = np.sqrt(np.asarray(self.variance, np.float64))
+        for e, d, b, sd, a in zip(*(np.broadcast_to(v, scale.shape).reshape(-1) for v in (self.eps, self.delta, scale, std, achieved))):
+            lines.append(f"  {e:>10.4g} {d:>10.3g} {b:>12.6g} {sd:>12.6g} {a:>22.4g}")
+        return "\n".join(lines)
+
     def _repr_pretty_(self, printer, cycle) -> None:  # IPython / Jupyter
         printer.text(str(self))
 
 
-@partial(jax.jit, static_argnames="family")
-def _theorem_certificate(params, scale, eps, family):
-    """The theorem level's certificate: max over pairs of its closed form's δ at ``scale``."""
-    return jnp.max(families.get(family).theorem_delta(params, scale, eps))
+@partial(jax.jit, static_argnames=("family", "points"))
+def _theorem_certificate(params, scale, eps, family, points):
+    """The theorem level's certificate: per sweep point, the max over its pairs of the closed
+    form's δ at its scale (``scale`` and ``eps`` per lane or shared)."""
+    return jnp.max(families.get(family).theorem_delta(params, scale, eps).reshape(points, -1), axis=1)
 
 
 def _describe_prior(prior) -> str:
@@ -391,35 +410,67 @@ def _prune_bound_jit(params, b, eps, symmetric, family, noise):
 
 
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact"):
-    """A certified max over pairs of the exact δ at one scale, pruned by a bound ≥ L0 (``level``:
-    the δ certified; a kernel without an exact evaluator certifies its coupling bound instead).
+    """A certified max over pairs of the exact δ at the calibrated scale, pruned by a bound ≥ L0
+    (``level``: the δ certified; a kernel without an exact evaluator certifies its coupling bound
+    instead). Returns one δ per sweep point: ``scale`` has shape (S,) (or is a scalar, S = 1) and
+    the lanes of ``params`` (and ``eps``, where it is per lane) are S groups of n pairs, group s at
+    ``scale[s]``.
 
     Where the family has a cheap upper bound (its ``prune_bound``: the coupling bound L1 for
-    Gaussian priors with Laplace noise, the plan's bound (24) for mixtures), pairs are visited in
-    decreasing order of their bound, ``chunk`` at a time, until the next bound is ≤ the running
-    max (then the max is exact) or ``budget`` chunks are spent (then the largest remaining bound
-    stands in for the unvisited pairs: still an upper bound). Otherwise every pair, in chunks (one
-    batch where the family's exact δ is a closed form). ``family`` is the family's name.
+    Gaussian priors with Laplace noise, the plan's bound (24) for mixtures), lanes are visited in
+    decreasing order of their bound (each group's largest first, then each group's second, ...),
+    ``chunk`` at a time, skipping every lane whose bound is ≤ its
+    group's running max (then that max is exact), until none is left or ``budget`` chunks are spent
+    (then the largest remaining bound of each group stands in for its unvisited lanes: still an
+    upper bound; a NaN bound counts as +inf). Otherwise every lane, in chunks (one batch where the
+    family's exact δ is a closed form). Lanes at scale 0 take the priors' own δ. ``family`` is the
+    family's name.
     """
     fam = families.get(family)
-    n = params[0].shape[0]
-    zero = float(scale) == 0.0
-    bound = None if zero else _prune_bound_jit(params, scale, eps, symmetric, family=family, noise=noise)
-    if bound is not None:
-        bound = np.asarray(bound)
-        order = np.argsort(-bound, kind="stable")
-    else:
-        order = np.arange(n)
-        if fam.exact_is_cheap(noise, zero):
-            chunk = max(chunk, n)
-    best = 0.0
-    for start in range(0, n, chunk):
-        if bound is not None and (bound[order[start]] <= best or start >= chunk * budget):
-            return jnp.asarray(max(best, float(bound[order[start]])))
-        idx = order[start : start + chunk]
-        part = tuple(_pad_take(params, idx, _bucket(idx.size, chunk)))
-        best = max(best, float(jnp.max(_exact_jit(part, scale, eps, noise, symmetric, family, zero, level))))
-    return jnp.asarray(best)
+    scale = np.asarray(scale, np.float64)
+    n_lanes = params[0].shape[0]
+    group = np.arange(n_lanes) // (n_lanes // scale.size)
+    lane_scale = scale.reshape(-1)[group]
+    b = jnp.asarray(lane_scale)
+    best = np.zeros(scale.size)
+
+    def visit(idx, zero, size):
+        *part, part_b, part_eps = _pad_take((*params, b, eps), idx, _bucket(idx.size, size))
+        value = _exact_jit(tuple(part), part_b, part_eps, noise, symmetric, family, zero, level)
+        np.maximum.at(best, group[idx], np.asarray(value)[: idx.size])
+
+    zero = np.flatnonzero(lane_scale == 0.0)
+    size = max(chunk, n_lanes) if fam.exact_is_cheap(noise, True) else chunk
+    for start in range(0, zero.size, size):
+        visit(zero[start : start + size], True, size)
+    lanes = np.flatnonzero(lane_scale != 0.0)
+    bound = _prune_bound_jit(params, b, eps, symmetric, family=family, noise=noise) if lanes.size else None
+    if bound is None:
+        size = max(chunk, n_lanes) if fam.exact_is_cheap(noise, False) else chunk
+        for start in range(0, lanes.size, size):
+            visit(lanes[start : start + size], False, size)
+        return best.reshape(scale.shape)
+    bound = np.asarray(bound)[lanes]
+    bound = np.where(np.isnan(bound), np.inf, bound)
+    # visit order: every group's largest bound first, then every group's second, ... (by bound
+    # within a rank), so that one chunk sets every sweep point's running max
+    by_group = np.lexsort((-bound, group[lanes]))
+    sorted_groups = group[lanes][by_group]
+    firsts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    rank = np.empty(lanes.size, int)
+    rank[by_group] = np.arange(lanes.size) - np.repeat(firsts, np.diff(np.r_[firsts, lanes.size]))
+    order = np.lexsort((-bound, rank))
+    lanes, bound = lanes[order], bound[order]
+    visited = np.zeros(lanes.size, bool)
+    for _ in range(budget):
+        pending = np.flatnonzero(~visited & (bound > best[group[lanes]]))
+        if not pending.size:
+            return best.reshape(scale.shape)
+        visit(lanes[pending[:chunk]], False, chunk)
+        visited[pending[:chunk]] = True
+    left = ~visited & (bound > best[group[lanes]])  # budget spent: their bounds stand in
+    np.maximum.at(best, group[lanes[left]], bound[left])
+    return best.reshape(scale.shape)
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -460,8 +511,10 @@ def _pad_index(idx: np.ndarray, size: int) -> np.ndarray:
 
 
 def _pad_take(arrays, idx: np.ndarray, size: int):
-    """Gather ``idx`` from each array, padded to ``size`` by repeating the first index."""
-    return tuple(a[_pad_index(idx, size)] for a in arrays)
+    """Gather ``idx`` from each array, padded to ``size`` by repeating the first index (scalars,
+    such as one ε for every pair, are shared as they are)."""
+    padded = _pad_index(idx, size)
+    return tuple(a if jnp.ndim(a) == 0 else a[padded] for a in arrays)
 
 
 def _pieces(m: int, n: int) -> list:
@@ -492,7 +545,8 @@ def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
             idx = live[start : start + size]
             start += size
             sub = jax.tree_util.tree_map(lambda a: a[_pad_index(idx, size)], state)
-            sub = _search_run_jit(cfg, _pad_take(params, idx, size), eps, target, limit, _bisect_from(max_iter), symmetric, sub)
+            *sub_params, sub_eps, sub_target = _pad_take((*params, eps, target), idx, size)
+            sub = _search_run_jit(cfg, tuple(sub_params), sub_eps, sub_target, limit, _bisect_from(max_iter), symmetric, sub)
             for field, value in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(sub)):
                 field[idx] = np.asarray(value)[: idx.size]
     b, conv, iters = _search_result(state, cfg.rtol)
@@ -511,14 +565,15 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     report = _Progress(n, cfg.level) if progress else None
     for start in range(0, n, cap):
         idx = np.arange(start, min(start + cap, n))
-        take = _pad_take(params, idx, _bucket(idx.size, cap))
+        *take, take_eps, take_target = _pad_take((*params, eps, target), idx, _bucket(idx.size, cap))
+        take = tuple(take)
         if concrete:
-            b, conv, iters = _solve_concrete(cfg, take, eps, target, max_iter, symmetric)
+            b, conv, iters = _solve_concrete(cfg, take, take_eps, take_target, max_iter, symmetric)
             converged = converged and bool(conv[: idx.size].all())
             iterations = max(iterations, int(iters[: idx.size].max()))
             parts.append(jnp.asarray(b[: idx.size]))
         else:
-            parts.append(_root(cfg, take, eps, target, max_iter, symmetric)[: idx.size])
+            parts.append(_root(cfg, take, take_eps, take_target, max_iter, symmetric)[: idx.size])
         if report:
             report(int(idx[-1]) + 1)
     if not concrete:
@@ -527,11 +582,13 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
 
 
 @partial(jax.jit, static_argnames=("floor",))
-def _poison_invalid(pairs, eps, delta, per_pair, scale, floor):
-    """NaN for the pairs (and the scale) whose inputs are invalid: under a transformation they
-    cannot be refused, and their answer must be unusable, never a number."""
-    valid = (pairs.first.ok() & pairs.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor)
-    return _validate.poison(valid, per_pair), _validate.poison(jnp.all(valid), scale)
+def _poison_invalid(lanes, eps, delta, per_lane, floor):
+    """(per-lane scales, the max per sweep point) with NaN where the inputs are invalid: under a
+    transformation they cannot be refused, and their answer must be unusable, never a number.
+    ``per_lane`` is (sweep points, pairs)."""
+    valid = (lanes.first.ok() & lanes.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor)
+    valid = jnp.broadcast_to(valid, (per_lane.size,)).reshape(per_lane.shape)
+    return _validate.poison(valid, per_lane), _validate.poison(jnp.all(valid, axis=1), jnp.max(per_lane, axis=1))
 
 
 def calibrate(
@@ -554,7 +611,10 @@ def calibrate(
     Args:
       pairs: a :class:`PairSet` of Gaussian, Discrete or GaussianMixture priors; every batch axis
         is maximised over.
-      eps: ε > 0. delta: δ ∈ (0, 1). Scalars (tracers allowed: the result is differentiable).
+      eps: ε > 0. delta: δ ∈ (0, 1). Scalars, or arrays of any shapes that broadcast together: a
+        *sweep*, one batched search over every (ε, δ) point and pair (each point's answer equals
+        its single call: the same compiled search, each pair a lane with its own ε and δ).
+        Tracers allowed: the result is differentiable.
       noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``).
       level: ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
         P(|W| > εb) ≤ δ (L2); ``"coupling"`` — the Monge-coupling bound (35) (L1); ``"exact"`` —
@@ -586,7 +646,10 @@ def calibrate(
         δ ≤ target, and ``"exact"`` at the numerical levels. ``Calibration.certificate`` says which.
 
     Returns:
-      A :class:`Calibration`.
+      A :class:`Calibration`; for a sweep its ``scale``, ``delta_achieved``, ``eps`` and ``delta``
+      are arrays of the sweep's shape, ``per_pair`` has shape (*sweep, *pairs.batch_shape),
+      ``binding`` holds index arrays of the sweep's shape and ``binding_pair`` the binding pair of
+      every point.
     """
     _validate.choice("level", level, LEVELS)
     kernel = kernels.resolve(noise)
@@ -612,26 +675,25 @@ def calibrate(
         raise ValueError(f"level {level!r} is for Gaussian priors; for {family.prior_type.__name__} pairs use {ok}")
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta)
-    if eps.ndim or delta.ndim:
-        raise ValueError("eps and delta must be scalars for calibrate; use jaxpuffer.bounds for arrays")
+    sweep = _validate.broadcast_shapes(eps=eps.shape, delta=delta.shape)
     floor = DELTA_FLOOR if level == "exact" else 0.0
-    if _validate.is_concrete(delta) and float(delta) < floor:
+    if _validate.is_concrete(delta) and float(jnp.min(delta)) < floor:
         raise ValueError(
-            f"delta must be >= {DELTA_FLOOR:g} at level 'exact' (the smallest δ its evaluators certify); got {float(delta)!r}. "
+            f"delta must be >= {DELTA_FLOOR:g} at level 'exact' (the smallest δ its evaluators certify); got {float(jnp.min(delta))!r}. "
             "Use level 'coupling' or 'theorem' (closed forms valid at any δ) for smaller targets."
         )
-    params = family.params(pairs, delta, tau)
-    shape = pairs.batch_shape
+    lanes, lane_eps, lane_delta = _sweep_lanes(pairs, eps, delta, sweep)
+    params = family.params(lanes, lane_delta, tau)
+    points = math.prod(sweep)  # sweep points (1 for scalar ε and δ)
 
     if level == "theorem":
-        per_pair = family.theorem(pairs, params, eps, delta, tau)
+        per_lane = family.theorem(lanes, params, lane_eps, lane_delta, tau)
         if progress:  # one vectorized closed form: done at once
-            _Progress(per_pair.size, "theorem")(per_pair.size)
-        scale = jnp.max(per_pair)
+            _Progress(per_lane.size, "theorem")(per_lane.size)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
         cfg = _Config(level, noise_key, solver, float(rtol), family.name)
-        per_pair, converged, iterations = _chunked_root(cfg, params, eps, delta, max_iter, pairs.symmetric, chunk_size, progress)
+        per_lane, converged, iterations = _chunked_root(cfg, params, lane_eps, lane_delta, max_iter, pairs.symmetric, chunk_size, progress)
         if converged is False:
             warnings.warn(
                 f"calibrate: the {solver} search did not close every bracket within max_iter={max_iter}; "
@@ -640,37 +702,43 @@ def calibrate(
                 RuntimeWarning,
                 stacklevel=2,
             )
-        scale = jnp.max(per_pair)
         solver_name = solver
-    per_pair, scale = _poison_invalid(pairs, eps, delta, per_pair, scale, floor=floor)
-    if _validate.is_concrete(scale) and not float(scale) <= _validate.RESULT_MAX:
+    per_lane, scale = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), floor=floor)
+    if _validate.is_concrete(scale) and not bool(jnp.all(scale <= _validate.RESULT_MAX)):
         raise ValueError(
-            f"the calibrated scale {float(scale)!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
+            f"the calibrated scale {float(jnp.max(scale))!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
             "eps is too small for these priors"
         )
-    per_pair = per_pair.reshape(shape)
+    per_pair, scale = per_lane.reshape(sweep + pairs.batch_shape), scale.reshape(sweep)
     # the level whose δ certifies the scale: the level's own, or the tightest the kernel has; a
     # theorem with no inverse (discrete priors) is certified exactly
     certified = level if certify == "level" or "exact" not in kernel.levels else "exact"
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
     achieved = None  # under a transformation the certificate is not computed
-    if all(_validate.is_concrete(v) for v in (scale, *params, eps)):
+    if all(_validate.is_concrete(v) for v in (scale, *params, lane_eps)):
         if certified == "theorem":
-            achieved = _theorem_certificate(params, scale, eps, family=family.name)
+            lane_scale = jnp.repeat(scale.reshape(-1), per_lane.shape[1])
+            achieved = _theorem_certificate(params, lane_scale, lane_eps, family=family.name, points=points).reshape(sweep)
         else:
-            achieved = _max_exact_delta(family.name, params, scale, eps, noise_key, pairs.symmetric, level=certified)
-    binding = _binding(per_pair)
+            achieved = _max_exact_delta(family.name, params, scale, lane_eps, noise_key, pairs.symmetric, level=certified)
+    binding = _binding(per_lane, pairs.batch_shape, sweep)
     concrete = all(_validate.is_concrete(v) for v in (scale, eps, delta))
+
+    def readable(value):  # what a person reads: a float, or a numpy array of the sweep's shape
+        if not concrete:
+            return value
+        return np.broadcast_to(np.asarray(value, np.float64), sweep) if sweep else float(value)
+
     return Calibration(
-        scale=float(scale) if concrete else scale,
+        scale=readable(scale),
         per_pair=per_pair,
         binding=binding,
-        delta_achieved=None if achieved is None else float(achieved),
+        delta_achieved=None if achieved is None else readable(achieved),
         level=level,
         noise=noise_key,
-        eps=float(eps) if concrete else eps,
-        delta=float(delta) if concrete else delta,
+        eps=readable(eps),
+        delta=readable(delta),
         converged=converged,
         iterations=iterations,
         solver=solver_name,
@@ -679,9 +747,29 @@ def calibrate(
     )
 
 
-def _binding(per_pair) -> tuple:
-    """Index of the largest per-pair scale (concrete: ints; traced: arrays)."""
-    flat = jnp.argmax(per_pair.reshape(-1))
-    if _validate.is_concrete(flat):
-        return tuple(int(i) for i in np.unravel_index(int(flat), per_pair.shape))
-    return tuple(jnp.unravel_index(flat, per_pair.shape))
+def _sweep_lanes(pairs, eps, delta, sweep):
+    """The pairs (flattened) and their targets as lanes: every pair at every sweep point (ε and δ
+    broadcast to the shape ``sweep``, () for scalars), sweep-major — lane s·n + k is pair k at
+    point s — with that point's ε and δ per lane, so that one compiled search serves a single
+    (ε, δ) and a sweep. Memory: n·S lanes of the family's per-pair parameters; the search runs
+    them ``chunk_size`` at a time."""
+    full = sweep + pairs.batch_shape
+    lanes = PairSet.tree_unflatten(pairs.symmetric, tuple(p.broadcast_to(full).reshape(-1) for p in (pairs.first, pairs.second)))
+
+    def per_lane(v):
+        return jnp.broadcast_to(jnp.broadcast_to(v, sweep).reshape(sweep + (1,) * len(pairs.batch_shape)), full).reshape(-1)
+
+    return lanes, per_lane(eps), per_lane(delta)
+
+
+def _binding(per_lane, batch_shape, sweep) -> tuple:
+    """Index (tuple, one entry per pair axis) of the largest per-pair scale: ints for one (ε, δ);
+    arrays of the sweep's shape for a sweep; JAX arrays when traced."""
+    if not batch_shape:
+        return ()
+    flat = jnp.argmax(per_lane, axis=1)
+    concrete = _validate.is_concrete(flat)
+    index = np.unravel_index(np.asarray(flat), batch_shape) if concrete else jnp.unravel_index(flat, batch_shape)
+    if sweep:
+        return tuple(i.reshape(sweep) for i in index)
+    return tuple(int(i[0]) if concrete else i[0] for i in index)

@@ -6,6 +6,7 @@
     jaxpuffer calibrate --pairs pairs.csv --eps 1 --delta 1e-3 --format json
     jaxpuffer sum-query --users users.csv --eps 1 --delta 0.3
     jaxpuffer sum-query --K 1000 --mean 1 --std 2 --eps 1 --delta 0.3
+    jaxpuffer sweep --eps 0.1:10:9 --delta 1e-3,1e-6 --plot sweep.png --format csv --out sweep.csv
 
 Bad files or values print one ``jaxpuffer: error: ...`` line on stderr and exit with status 2.
 """
@@ -266,17 +267,22 @@ def _savings(summary: dict, sym: str) -> str:
     return f"{LEVEL_NAMES[summary['level']]}: {sym} = {summary['scale']:.4g}, " + "; ".join(parts) + ", for the same (ε, δ)"
 
 
+def _csv(rows: list[dict]) -> str:
+    """Rows of dicts as CSV text with a header (the first row's keys)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue().rstrip("\n")
+
+
 def render(result: Calibration, rows: list[dict], fmt: str, about: str = "", others: dict | None = None) -> str:
     others = others or {}
     summary = _summary(result, rows, others)
     if fmt == "json":
         return json.dumps({**summary, "pairs": rows}, indent=2)
     if fmt == "csv":
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-        return out.getvalue().rstrip("\n")
+        return _csv(rows)
     shown = sorted(rows, key=lambda r: -r["scale"])[:TABLE_ROWS] if len(rows) > TABLE_ROWS else rows
     width = max(4, *(len(r["pair"]) for r in shown))
     sym = kernels.resolve(result.noise).symbol
@@ -370,16 +376,122 @@ def _run(labels, pairs, args, about="") -> str:
     return render(result, _rows(labels, pairs, result, others), args.format, about, others)
 
 
+def _load_pairs(path: str | None) -> tuple[list[str], PairSet, str]:
+    """(labels, pairs, about) from ``--pairs``: the built-in example, a JSON pair file or a CSV of
+    Gaussian pairs."""
+    if path is None:
+        return builtin_example()
+    if path.lower().endswith(".json"):
+        labels, pairs, family = read_pair_json(path)
+        return labels, pairs, f"{len(labels)} pairs of {family} priors from {path}."
+    labels, cols = read_csv_columns(path, PAIR_COLUMNS, "pairs")
+    return labels, PairSet(Gaussian(cols["mean_i"], cols["std_i"]), Gaussian(cols["mean_j"], cols["std_j"])), ""
+
+
 def cmd_calibrate(args) -> str:
-    if args.pairs is None:
-        labels, pairs, about = builtin_example()
-        return _run(labels, pairs, args, about)
-    if args.pairs.lower().endswith(".json"):
-        labels, pairs, family = read_pair_json(args.pairs)
-        return _run(labels, pairs, args, f"{len(labels)} pairs of {family} priors from {args.pairs}.")
-    labels, cols = read_csv_columns(args.pairs, PAIR_COLUMNS, "pairs")
-    pairs = PairSet(Gaussian(cols["mean_i"], cols["std_i"]), Gaussian(cols["mean_j"], cols["std_j"]))
-    return _run(labels, pairs, args)
+    labels, pairs, about = _load_pairs(args.pairs)
+    return _run(labels, pairs, args, about)
+
+
+def _grid(text: str, option: str) -> np.ndarray:
+    """A list of values: ``a,b,c``, or ``lo:hi:n`` for n log-spaced values from lo to hi."""
+    try:
+        if ":" in text:
+            lo, hi, n = text.split(":")
+            lo, hi, count = float(lo), float(hi), int(n)
+            if not (lo > 0 and hi > 0 and count >= 1):
+                raise ValueError
+            return np.geomspace(lo, hi, count)
+        values = np.array([float(v) for v in text.split(",") if v.strip()])
+    except ValueError:
+        raise CLIError(f"{option} takes numbers a,b,c or a range lo:hi:n (n log-spaced values, lo, hi > 0); got {text!r}") from None
+    if not values.size or not np.all(np.isfinite(values)):
+        raise CLIError(f"{option} needs at least one finite number; got {text!r}")
+    return values
+
+
+def _sweep_plot(path: str, eps, deltas, results: dict, noise: str) -> None:
+    """Noise standard deviation against ε (log-log), one colour per δ, one line style per level."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise CLIError("--plot needs matplotlib: pip install 'jaxpuffer[plot]'") from None
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    styles = {"theorem": ":", "indicator": "-.", "coupling": "--", "exact": "-"}
+    for level, result in results.items():
+        std = np.sqrt(np.asarray(result.variance, np.float64))
+        for k, delta in enumerate(deltas):
+            ax.plot(eps, std[k], styles[level], color=f"C{k}", marker=".", label=f"{LEVEL_NAMES[level][0].upper()}{LEVEL_NAMES[level][1:]}, δ = {delta:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("ε")
+    ax.set_ylabel(f"noise standard deviation ({noise})")
+    ax.set_title("Privacy–utility: the noise each level calibrates")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    try:
+        fig.savefig(path, dpi=120)
+    except OSError as err:
+        raise CLIError(f"cannot write {path}: {err.strerror or err}") from None
+    finally:
+        plt.close(fig)
+
+
+def cmd_sweep(args) -> str:
+    """The privacy–utility table: one batched :func:`calibrate` call per level over the (ε, δ) grid."""
+    labels, pairs, about = _load_pairs(args.pairs)
+    eps, deltas = _grid(args.eps, "--eps"), _grid(args.delta, "--delta")
+    kernel = kernels.resolve(args.noise)
+    levels = [v for v in args.levels.split(",") if v]
+    for level in levels:
+        if level not in LEVELS:
+            raise CLIError(f"--levels takes names from {', '.join(LEVELS)}; got {level!r}")
+        if level not in kernel.levels:
+            raise CLIError(f"--levels {level}: not a level of {args.noise} noise (it has {', '.join(kernel.levels)})")
+    results = {
+        level: calibrate(pairs, eps, deltas[:, None], noise=args.noise, level=level, solver=args.solver, progress=args.progress)
+        for level in levels
+    }
+    rows = []
+    for level, result in results.items():
+        std = np.sqrt(np.asarray(result.variance, np.float64))
+        for k, delta in enumerate(deltas):
+            for m, e in enumerate(eps):
+                rows.append({
+                    "level": level, "eps": float(e), "delta": float(delta), "scale": float(result.scale[k, m]),
+                    "noise_std": float(std[k, m]), "delta_achieved": float(result.delta_achieved[k, m]), "certificate": result.certificate,
+                })
+    if args.plot:
+        _sweep_plot(args.plot, eps, deltas, results, args.noise)
+    if args.format == "json":
+        text = json.dumps({"noise": args.noise, "num_pairs": len(labels), "rows": rows}, indent=2)
+    elif args.format == "csv":
+        text = _csv(rows)
+    else:
+        sym = kernel.symbol
+        lines = [about] if about else []
+        lines += [f"{len(labels)} pairs, {args.noise} noise; the scale is the largest over the pairs.", ""]
+        lines.append(f"  {'level':<9} {'ε':>9} {'δ':>9} {sym:>11} {'noise std':>11} {'δ at ' + sym:>11}  certificate")
+        for r in rows:
+            lines.append(
+                f"  {r['level']:<9} {r['eps']:9.4g} {r['delta']:9.3g} {r['scale']:11.5g} {r['noise_std']:11.5g} "
+                f"{r['delta_achieved']:11.3g}  {r['certificate']}"
+            )
+        text = "\n".join(lines)
+    if args.out:
+        try:
+            with open(args.out, "w") as handle:
+                handle.write(text + "\n")
+        except OSError as err:
+            raise CLIError(f"cannot write {args.out}: {err.strerror or err}") from None
+        text = f"wrote {len(rows)} rows ({len(levels)} levels × {len(deltas)} δ × {len(eps)} ε) to {args.out}"
+    if args.plot:
+        text += f"\nplot: {args.plot}"
+    return text
 
 
 def cmd_sum_query(args) -> str:
@@ -413,6 +525,7 @@ EXAMPLES = """examples:
   jaxpuffer calibrate --pairs examples/data/discrete.json     discrete priors
   jaxpuffer fit --data examples/data/salaries.csv --value salary --secret dept --out pairs.json
   jaxpuffer sum-query --K 1000 --mean 1 --std 2 --eps 1 --delta 0.3
+  jaxpuffer sweep --eps 0.1:10:9 --delta 1e-3,1e-6 --plot sweep.png    privacy-utility table and plot
 """
 
 
@@ -465,7 +578,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"jaxpuffer {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{calibrate,sum-query,fit}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{calibrate,sum-query,fit,sweep}")
     cal = sub.add_parser(
         "calibrate", help="calibrate the noise for secret pairs: Gaussian, mixture or discrete priors (built-in example by default)",
         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -500,6 +613,21 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--seed", type=int, default=0, help="PRNG seed of the EM start (default 0)")
     fit.add_argument("--out", required=True, metavar="FILE.json", help="the pair file to write")
     fit.set_defaults(func=cmd_fit)
+    sweep = sub.add_parser(
+        "sweep", help="the privacy-utility table: the calibrated noise over a grid of (ε, δ), per level, and its plot",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sweep.add_argument("--pairs", metavar="FILE", help="a pair file as for calibrate (default: the built-in example)")
+    sweep.add_argument("--eps", default="0.1:10:9", help="ε values: a,b,c or lo:hi:n, n log-spaced (default 0.1:10:9)")
+    sweep.add_argument("--delta", default="1e-3,1e-6,1e-9", help="δ values, likewise (default 1e-3,1e-6,1e-9)")
+    sweep.add_argument("--levels", default="theorem,exact", help="comma-separated levels (default theorem,exact)")
+    sweep.add_argument("--noise", default="laplace", choices=NOISES, help="noise distribution (default laplace)")
+    sweep.add_argument("--solver", default="optax", choices=SOLVERS, help="search for the numerical levels")
+    sweep.add_argument("--format", default="table", choices=("table", "json", "csv"), help="output format")
+    sweep.add_argument("--out", metavar="FILE", help="write the table there instead of stdout")
+    sweep.add_argument("--plot", metavar="FILE.png", help="plot the noise std against ε (needs matplotlib)")
+    sweep.add_argument("--progress", action="store_true", help="a progress bar on stderr")
+    sweep.set_defaults(func=cmd_sweep)
     return parser
 
 

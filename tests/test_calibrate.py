@@ -108,7 +108,8 @@ def test_differentiable_in_parameters():
         (dict(eps=0.0), "eps"), (dict(eps=-2.0), "eps"), (dict(eps=float("nan")), "eps"),
         (dict(delta=0.0), "delta"), (dict(delta=1.0), "delta"), (dict(delta=-0.5), "delta"),
         (dict(level="magic"), "level"), (dict(noise="cauchy"), "noise"), (dict(tau="x"), "tau"),
-        (dict(eps=[1.0, 2.0]), "scalars"),
+        (dict(eps=[1.0, 2.0], delta=[0.1, 0.2, 0.3]), "eps \\(2,\\), delta \\(3,\\)"), (dict(eps=[1.0, 0.0]), "eps"),
+        (dict(delta=[[0.1], [1.5]]), "delta"),
     ],
 )
 def test_bad_input_raises(kwargs, name):

@@ -4,6 +4,7 @@ import math
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.optimize
@@ -182,6 +183,12 @@ def test_implicit_gradients_match_finite_differences(level):
 
         # scales are solved to rtol 1e-10, so a step of 1e-3·x keeps the FD error near 1e-7
         assert float(grads[k]) == pytest.approx(_fd(f, x, 1e-3 * x), rel=1e-5), name
+    # a sweep over ε (issue 16) is one call whose gradient holds the per-point gradients
+    eps = jnp.array([0.5, 1.0, 2.0])
+    swept = jax.grad(lambda e: jnp.sum(scale(0.7, 0.5, e, 1e-3)))(eps)
+    assert float(swept[1]) == pytest.approx(float(grads[2]), rel=1e-12)
+    for m in (0, 2):
+        assert float(swept[m]) == pytest.approx(float(jax.grad(scale, argnums=2)(0.7, 0.5, float(eps[m]), 1e-3)), rel=1e-12)
 
 
 def test_jacfwd_over_many_pairs_and_theorem_analytic_derivative():

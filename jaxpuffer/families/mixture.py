@@ -30,7 +30,7 @@ class MixtureFamily:
         component pair (k, l) at b. At Theorem 2's (max form) scale every δ_kl ≤ δ, so the sum is
         ≤ δ; it bounds the plan's coupling bound (24), hence the exact δ."""
         w, d_mu, d_sigma = params[:3]
-        per_component = theorem_delta(d_mu, d_sigma, jnp.asarray(b)[..., None, None], eps)
+        per_component = theorem_delta(d_mu, d_sigma, jnp.asarray(b)[..., None, None], jnp.asarray(eps)[..., None, None])
         return jnp.sum(jnp.where(w > 0, w * per_component, 0.0), axis=(-2, -1))
 
     def delta(self, level, noise, params, b, eps, symmetric):
@@ -46,7 +46,7 @@ class MixtureFamily:
         """Theorem 2 in its valid (max) form with the same plan (a first guess for Gaussian noise,
         which the search may double)."""
         w, d_mu, d_sigma = params[:3]
-        cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target, "exact"))
+        cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(jnp.asarray(target)[..., None, None], "exact"))
         hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
         return hi, hi, jnp.full(hi.shape, jnp.inf)
 
