@@ -267,6 +267,15 @@ def _savings(summary: dict, sym: str) -> str:
     return f"{LEVEL_NAMES[summary['level']]}: {sym} = {summary['scale']:.4g}, " + "; ".join(parts) + ", for the same (ε, δ)"
 
 
+def _write_text(path: str, text: str) -> None:
+    """Writes ``text`` to ``path`` (a one-line error where it cannot)."""
+    try:
+        with open(path, "w") as handle:
+            handle.write(text)
+    except OSError as err:
+        raise CLIError(f"cannot write {path}: {err.strerror or err}") from None
+
+
 def _csv(rows: list[dict]) -> str:
     """Rows of dicts as CSV text with a header (the first row's keys)."""
     out = io.StringIO()
@@ -483,11 +492,7 @@ def cmd_sweep(args) -> str:
             )
         text = "\n".join(lines)
     if args.out:
-        try:
-            with open(args.out, "w") as handle:
-                handle.write(text + "\n")
-        except OSError as err:
-            raise CLIError(f"cannot write {args.out}: {err.strerror or err}") from None
+        _write_text(args.out, text + "\n")
         text = f"wrote {len(rows)} rows ({len(levels)} levels × {len(deltas)} δ × {len(eps)} ε) to {args.out}"
     if args.plot:
         text += f"\nplot: {args.plot}"
@@ -557,11 +562,7 @@ def cmd_fit(args) -> str:
             for n, (a, b) in enumerate(zip(i, j))
         ],
     }
-    try:
-        with open(args.out, "w") as handle:
-            json.dump(document, handle, indent=1)
-    except OSError as err:
-        raise CLIError(f"cannot write {args.out}: {err.strerror or err}") from None
+    _write_text(args.out, json.dumps(document, indent=1))
     counts = {str(name): int(np.sum(secrets == name)) for name in names}
     return (
         f"fitted {args.components}-component mixtures of {args.value} for {len(names)} values of {args.secret} "
