@@ -107,15 +107,19 @@ def eps_ok(eps):
     return (eps > 0) & (eps <= EPS_MAX)
 
 
-def delta_ok(delta_, floor: float = 0.0):
-    """Traceable: floor ≤ δ < 1 and δ > 0."""
-    return (delta_ > 0) & (delta_ >= floor) & (delta_ < 1)
+def delta_ok(delta_, floor: float = 0.0, allow_zero: bool = False):
+    """Traceable: floor ≤ δ < 1 and δ > 0 (or δ = 0 where ``allow_zero``: pure ε)."""
+    valid = (delta_ > 0) & (delta_ >= floor) & (delta_ < 1)
+    return (valid | (delta_ == 0)) if allow_zero else valid
 
 
-def delta(delta_, name: str = "delta") -> jax.Array:
-    """The privacy parameter δ: in the open interval (0, 1)."""
+def delta(delta_, name: str = "delta", allow_zero: bool = False) -> jax.Array:
+    """The privacy parameter δ: in the open interval (0, 1), or [0, 1) where ``allow_zero``."""
     arr = float_array(name, delta_)
-    open_unit(name, arr)
+    if allow_zero:
+        _check(name, arr, lambda a: (a >= 0) & (a < 1), "in [0, 1) (0: pure ε)")
+    else:
+        open_unit(name, arr)
     return arr
 
 

@@ -33,6 +33,14 @@ def theorem1_scale(delta_mu, delta_sigma, eps, tau_value):
     return (jnp.abs(delta_mu) + jnp.abs(delta_sigma) * tau_value) / eps
 
 
+def pure_scale(d_mu, s1, s2, eps):
+    """b_pure of MATH.md §6, (|Δμ| + √(Δμ² + 2ε|σ_i² − σ_j²|))/(2ε): below it the tail limits
+    (σ_i² − σ_j²)/(2b²) ± Δμ/b of the log-ratio of N(μ_i, σ_i²) ⊛ Lap(b) and N(μ_j, σ_j²) ⊛ Lap(b)
+    exceed ε in one order, so δ > 0; at and beyond it δ = 0 unless a bump of the log-ratio in the
+    core exceeds ε (a candidate the exact evaluator verifies, not a theorem)."""
+    return (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs((s1 - s2) * (s1 + s2)))) / (2.0 * eps)
+
+
 def theorem1(pairs: PairSet, eps, delta, *, tau: str = "exact") -> jax.Array:
     """Theorem 1, eq. (5): b ≥ (1/ε) ( |μ_i − μ_j| + |σ_i − σ_j| τ*(δ) ) for each Gaussian pair.
 

@@ -26,7 +26,12 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
    evaluated ≤ the target: the feasibility guarantee holds by construction. ``converged`` says
    whether the bracket closed. Concrete inputs are searched in passes: pairs still open after a pass are compacted,
    their state carried, so the batch stops paying for finished pairs.
-4. **Derivatives** of the result with respect to ε, δ and the prior parameters are implicit:
+4. **Pure ε** (δ = 0, exact level, Laplace noise): ``lo`` starts at :func:`_pure_floor`, the
+   largest scale found where a tail limit of the noisy log-ratio exceeds ε (so δ > 0), and the
+   first point is a hair above it (where the supremum is in the tails, as for every Gaussian pair
+   tried, that point is the answer); the model's vanishing point b_c is then the root, and after
+   a point with δ = 0 the search steps back 1% of the gap (``_ZERO_PULL``).
+5. **Derivatives** of the result with respect to ε, δ and the prior parameters are implicit:
    db/dθ = −(∂δ/∂θ)/(∂δ/∂b) at the root (``jax.custom_jvp``), not through the loop.
 """
 
@@ -64,6 +69,8 @@ _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket
 # creep still closes its bracket (a verified bracket spans at most a factor 2⁴⁰ in b: 48 halvings
 # of its log width take it below rtol = 1e-10)
 _BISECT_RESERVE = 48
+_ZERO_PULL = 1e-2  # δ = 0 targets: see _search_run (mean evaluations of the pairs, about half of 512 random discrete
+# pairs, whose first point is not the answer: 1e-3: 21, 1e-2: 18, 0.1: 21, 0.3: 27)
 # The smallest target the exact evaluators certify (issue 17): their grids reach 13 prior stds
 # beyond every component (Gaussian tail mass 6e-39), and an adversarial audit found the exact
 # level clean down to 1e-30 and wrong below 1e-36 (a far-tail crossing is never searched).
@@ -199,6 +206,7 @@ class _Config(NamedTuple):
     solver: str
     rtol: float
     family: str = "gaussian"
+    pure: bool = False  # some targets are δ = 0: those searches start at the analytic floor (:func:`_pure_floor`)
 
 
 # ----------------------------------------------------------------------------- per-pair search
@@ -262,19 +270,58 @@ def _model_root(points, zero_at, seen_zero, log_target):
     power = jnp.log(bc - (bc - b1) * jnp.exp((log_target - l1) / k))
     interp = jnp.log(b1 + (jnp.where(seen_zero, zero_at, b1) - b1) * (1.0 - l1 / log_target))
     newton = jnp.log(jnp.where(has1, b1, 1.0)) - (l1 - log_target) / (s1_ * b1)
-    proposal = jnp.where(fit_two | fit_one, power, jnp.where(seen_zero, interp, newton))
+    # (a target of 0, log δ_target = −∞: the power law's root is b_c itself; interpolation would
+    # propose the zero already seen, and Newton has no root — the search bisects instead)
+    proposal = jnp.where(fit_two | fit_one, power, jnp.where(seen_zero & jnp.isfinite(log_target), interp, newton))
     valid = has1 & (s1 < 0) & jnp.isfinite(proposal)
     return jnp.where(valid, proposal, 0.0), valid
 
 
+def _pure_floor(cfg: _Config, params, eps, hi, symmetric):
+    """For δ = 0 (pure ε): a scale proven infeasible, 0 where none is found. Under Laplace(b) noise
+    the log-ratio of the noisy densities tends to log M_i(±1/b) − log M_j(±1/b) as y → ±∞
+    (``tail_log_ratios``); where a limit exceeds ε, δ(b) > 0, and so at every smaller scale (δ is
+    non-increasing in b: Lap(b') = Lap(b) ⊛ [(b/b')² point mass at 0 + (1 − (b/b')²) Lap(b')] for
+    b' > b, a post-processing). Geometric bisection on [hi·2⁻⁶⁰, hi] keeping the lower end where a
+    limit exceeds ε. This is what makes a zero from the exact evaluator, whose grid reaches 13
+    prior stds beyond the components, a safe answer: at these scales the tails are already within
+    ε in the limit (e.g. equal variances: the log-ratio is Δμ(y − μ̄)/σ² far past that grid)."""
+    family = families.get(cfg.family)
+    kernel = kernels.resolve(cfg.noise)
+
+    def excess(b):
+        limits = kernel.tail_log_ratios(partial(family.log_mgf_ratio, params), b)
+        return jnp.where(symmetric, jnp.max(jnp.abs(limits), axis=0), jnp.max(limits, axis=0)) - eps
+
+    def halve(_, bracket):
+        lo, up = bracket
+        mid = jnp.sqrt(lo) * jnp.sqrt(up)
+        above = excess(mid) > 0  # NaN (an overflowing limit) proves nothing
+        return jnp.where(above, mid, lo), jnp.where(above, up, mid)
+
+    lo0 = hi * 2.0**-60
+    lo, _ = jax.lax.fori_loop(0, 64, halve, (lo0, hi))
+    return jnp.where(excess(hi) > 0, hi, jnp.where(excess(lo0) > 0, lo, 0.0))
+
+
 def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
-    """The initial bracket and first point of every pair (see :func:`_search_run`)."""
+    """The initial bracket and first point of every pair (see :func:`_search_run`). Targets of 0
+    (``cfg.pure``): ``lo`` is :func:`_pure_floor`'s scale, and the first point a hair above it;
+    where that floor is > 0 the pair needs noise even if its δ(0) evaluated to 0 (an underflow:
+    N(0, 1) vs N(0.006, 1) has δ(0) ≈ Φ(−164) at ε = 1)."""
     zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
     hi0, start, pure = families.get(cfg.family).bracket(cfg.level, cfg.noise, params, eps, target)
     u0, log_hi0 = jnp.log(start), jnp.log(hi0)
+    log_lo0 = log_hi0 + math.log(_FLOOR)
+    if cfg.pure:
+        floor = _pure_floor(cfg, params, eps, hi0, symmetric)
+        proven = (target == 0) & (floor > 0)
+        zero_ok = zero_ok & ~proven
+        log_lo0 = jnp.where(proven, jnp.log(jnp.where(proven, floor, 1.0)), log_lo0)
+        u0 = jnp.where(proven, log_lo0 + 0.5 * math.log1p(cfg.rtol), u0)
     n = u0.shape
     return _SearchState(
-        u=u0, log_lo=log_hi0 + math.log(_FLOOR), log_hi=log_hi0, hi_ok=jnp.zeros(n, bool), b_hi=hi0, opt_state=_TRANSFORM.init(u0),
+        u=u0, log_lo=log_lo0, log_hi=log_hi0, hi_ok=jnp.zeros(n, bool), b_hi=hi0, opt_state=_TRANSFORM.init(u0),
         it=jnp.zeros(n, int), done=zero_ok, width_ref=jnp.full(n, jnp.inf), points=jnp.full(n + (2, 3), jnp.nan),
         zero_at=pure, seen_zero=jnp.zeros(n, bool), log_cap=log_hi0 + _MAX_DOUBLINGS * math.log(2.0),
     )
@@ -329,6 +376,11 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
             updates, opt_state = _TRANSFORM.update(s.u - target_u, opt_state)
             # proposals alternate a hair above and below the model's root, so both ends close in
             proposal = optax.apply_updates(s.u, updates) + jnp.where(feasible, -0.25, 0.25) * log_tol
+            # a target of 0: the power law's b_c overshoots the vanishing point by O(gap²), and a
+            # point with δ = 0 adds no slope to correct it, so after one the search steps a fraction
+            # _ZERO_PULL of the gap back towards the last δ > 0 (each such pair of steps shrinks the gap ~100× once the model is close)
+            pull = jnp.where(~jnp.isfinite(log_target) & feasible & valid, _ZERO_PULL * (proposal - jnp.log(points[:, 0, 0])), 0.0)
+            proposal = jnp.where(pull > 0, proposal - pull, proposal)
             inside = valid & (proposal > log_lo) & (proposal < log_hi)
             # no usable step: halve or double b, or bisect once the bracket is narrower than that
             halve = jnp.where(feasible, jnp.maximum(mid, s.u - math.log(2.0)), jnp.minimum(mid, s.u + math.log(2.0)))
@@ -384,7 +436,13 @@ def _implicit_tangent(cfg, symmetric, b, primals, tangents):
     _, d_theta = jax.jvp(lambda pr, e: _delta(cfg, symmetric, b_pos, pr, e), (params, eps), tangents[:2])
     _, d_b = jax.jvp(lambda bb: _delta(cfg, symmetric, bb, params, eps), (b_pos,), (jnp.ones_like(b_pos),))
     ok = (b > 0) & (d_b < 0)
-    return jnp.where(ok, (tangents[2] - d_theta) / jnp.where(ok, d_b, -1.0), 0.0)
+    tangent = jnp.where(ok, (tangents[2] - d_theta) / jnp.where(ok, d_b, -1.0), 0.0)
+    # δ = 0 (pure ε): the scale solves sup_y log-ratio = ε, where δ and its derivatives vanish;
+    # that root's derivative is not implemented, and a 0 would pass for one. NaN times every
+    # input tangent of the lane (linear, as a JVP rule must be; on d_theta alone, reverse mode
+    # would drop it where the evaluator selects a constant 0)
+    touched = sum(jnp.sum(t.reshape(t.shape[0], -1), axis=1) for t in jax.tree_util.tree_leaves(tangents))
+    return tangent + jnp.where((primals[2] == 0) & (b > 0), jnp.nan, 0.0) * touched
 
 
 @_root.defjvp
@@ -581,14 +639,34 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), converged, iterations
 
 
-@partial(jax.jit, static_argnames=("floor",))
-def _poison_invalid(lanes, eps, delta, per_lane, floor):
+@partial(jax.jit, static_argnames=("floor", "allow_zero"))
+def _poison_invalid(lanes, eps, delta, per_lane, floor, allow_zero):
     """(per-lane scales, the max per sweep point) with NaN where the inputs are invalid: under a
     transformation they cannot be refused, and their answer must be unusable, never a number.
-    ``per_lane`` is (sweep points, pairs)."""
-    valid = (lanes.first.ok() & lanes.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor)
+    ``per_lane`` is (sweep points, pairs); ``allow_zero``: δ = 0 is valid (pure ε is searched)."""
+    valid = (lanes.first.ok() & lanes.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor, allow_zero)
     valid = jnp.broadcast_to(valid, (per_lane.size,)).reshape(per_lane.shape)
     return _validate.poison(valid, per_lane), _validate.poison(jnp.all(valid, axis=1), jnp.max(per_lane, axis=1))
+
+
+def _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs):
+    """Raises unless every lane with δ = 0 needs no noise at all: a kernel without ``pure_eps``
+    (Gaussian noise) leaves the log-ratio of two different noisy priors unbounded (N(μ_i, σ_i² + θ²)
+    vs N(μ_j, σ_j² + θ²): always; mixtures and atoms: unless their extreme components coincide,
+    special cases that are not searched), and an evaluator's δ that underflows to 0 at a huge
+    scale would be no proof of δ = 0."""
+    at_zero = np.asarray(family.delta_at_zero("exact", noise_key, params, lane_eps, pairs.symmetric))
+    needs = np.flatnonzero((np.asarray(lane_delta) == 0) & (at_zero > 0))
+    if needs.size:
+        where = np.unravel_index(needs[0] % max(pairs.size, 1), pairs.batch_shape) if pairs.batch_shape else ()
+        pair = pairs[tuple(int(i) for i in where)]
+        raise ValueError(
+            f"delta=0 (pure ε) with {kernel.name} noise: pair {tuple(int(i) for i in where)} "
+            f"({_describe_prior(pair.first)} vs {_describe_prior(pair.second)}) needs noise, and no {kernel.name}-noise scale "
+            "is known to give δ = 0: the log-ratio of two different priors under Gaussian noise is unbounded (Gaussian priors: "
+            "always; mixture and discrete priors: unless their extreme components coincide, cases that are not searched). "
+            "Use noise='laplace' (δ = 0 is reached at a finite scale), or a delta > 0."
+        )
 
 
 def calibrate(
@@ -611,10 +689,20 @@ def calibrate(
     Args:
       pairs: a :class:`PairSet` of Gaussian, Discrete or GaussianMixture priors; every batch axis
         is maximised over.
-      eps: ε > 0. delta: δ ∈ (0, 1). Scalars, or arrays of any shapes that broadcast together: a
-        *sweep*, one batched search over every (ε, δ) point and pair (each point's answer equals
-        its single call: the same compiled search, each pair a lane with its own ε and δ).
-        Tracers allowed: the result is differentiable.
+      eps: ε > 0. delta: δ ∈ (0, 1), or 0 for *pure ε* (below). Scalars, or arrays of any shapes
+        that broadcast together: a *sweep*, one batched search over every (ε, δ) point and pair
+        (each point's answer equals its single call: the same compiled search, each pair a lane
+        with its own ε and δ). Tracers allowed: the result is differentiable (except at δ = 0,
+        where the derivative is NaN: not implemented).
+
+        **δ = 0 (pure ε)**, level ``"exact"``, Laplace noise, Gaussian or discrete priors: the
+        smallest b whose exact δ is 0, i.e. sup_y log p_i(y)/p_j(y) ≤ ε for the noisy densities
+        (MATH.md §6: b_pure for Gaussian pairs whose supremum is in the tails). The search starts
+        at a scale where a tail limit of that log-ratio, log M_i(±1/b) − log M_j(±1/b) with M the
+        priors' MGFs, exceeds ε (δ > 0 there and below: δ does not increase with b), and returns a
+        scale where the exact evaluator finds no positive part, within ``rtol`` of the smallest.
+        Gaussian noise leaves the log-ratio of priors that differ unbounded (a ValueError, unless
+        no pair needs noise); mixture priors are refused (their evaluator cannot prove δ = 0).
       noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``).
       level: ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
         P(|W| > εb) ≤ δ (L2); ``"coupling"`` — the Monge-coupling bound (35) (L1); ``"exact"`` —
@@ -674,16 +762,32 @@ def calibrate(
         ok = ", ".join(repr(v) for v in ("theorem", *family.levels[:-1])) + f" or {family.levels[-1]!r}"
         raise ValueError(f"level {level!r} is for Gaussian priors; for {family.prior_type.__name__} pairs use {ok}")
     eps = _validate.epsilon(eps)
-    delta = _validate.delta(delta)
+    delta = _validate.delta(delta, allow_zero=True)
     sweep = _validate.broadcast_shapes(eps=eps.shape, delta=delta.shape)
     floor = DELTA_FLOOR if level == "exact" else 0.0
-    if _validate.is_concrete(delta) and float(jnp.min(delta)) < floor:
+    pure = _validate.is_concrete(delta) and bool(jnp.any(delta == 0))
+    if pure and level != "exact":
         raise ValueError(
-            f"delta must be >= {DELTA_FLOOR:g} at level 'exact' (the smallest δ its evaluators certify); got {float(jnp.min(delta))!r}. "
+            f"delta=0 (pure ε) is calibrated at level 'exact' only: the other levels' bounds stay positive at every scale for priors "
+            f"of unbounded support; got level={level!r}"
+        )
+    if pure and not family.pure_eps:
+        raise ValueError(
+            f"delta=0 (pure ε) is not supported for {family.prior_type.__name__} pairs yet: their exact evaluator bounds δ "
+            "from above with an allowance for the far tails (~1e-33), so it cannot prove δ = 0. "
+            f"Use delta={DELTA_FLOOR:g} (the smallest target it certifies)."
+        )
+    smallest = float(jnp.min(jnp.where(delta > 0, delta, jnp.inf))) if _validate.is_concrete(delta) else math.inf
+    if smallest < floor:
+        raise ValueError(
+            f"delta must be 0 or >= {DELTA_FLOOR:g} at level 'exact' (the smallest δ its evaluators certify); got {smallest!r}. "
             "Use level 'coupling' or 'theorem' (closed forms valid at any δ) for smaller targets."
         )
+    pure_ok = level == "exact" and kernel.pure_eps and family.pure_eps  # where δ = 0 is a valid target (and searched)
     lanes, lane_eps, lane_delta = _sweep_lanes(pairs, eps, delta, sweep)
     params = family.params(lanes, lane_delta, tau)
+    if pure and not kernel.pure_eps:
+        _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs)
     points = math.prod(sweep)  # sweep points (1 for scalar ε and δ)
 
     if level == "theorem":
@@ -692,7 +796,7 @@ def calibrate(
             _Progress(per_lane.size, "theorem")(per_lane.size)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
-        cfg = _Config(level, noise_key, solver, float(rtol), family.name)
+        cfg = _Config(level, noise_key, solver, float(rtol), family.name, pure=pure_ok and (pure or not _validate.is_concrete(delta)))
         per_lane, converged, iterations = _chunked_root(cfg, params, lane_eps, lane_delta, max_iter, pairs.symmetric, chunk_size, progress)
         if converged is False:
             warnings.warn(
@@ -703,7 +807,7 @@ def calibrate(
                 stacklevel=2,
             )
         solver_name = solver
-    per_lane, scale = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), floor=floor)
+    per_lane, scale = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), floor=floor, allow_zero=pure_ok or pure)
     if _validate.is_concrete(scale) and not bool(jnp.all(scale <= _validate.RESULT_MAX)):
         raise ValueError(
             f"the calibrated scale {float(jnp.max(scale))!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "

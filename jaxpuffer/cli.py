@@ -358,7 +358,10 @@ def _finite(text: str) -> float:
 
 def _common(parser: argparse.ArgumentParser, delta_default: float) -> None:
     parser.add_argument("--eps", type=_finite, default=1.0, help="ε > 0 (default 1)")
-    parser.add_argument("--delta", type=_finite, default=delta_default, help=f"δ in (0, 1) (default {delta_default:g})")
+    parser.add_argument(
+        "--delta", type=_finite, default=delta_default,
+        help=f"δ in (0, 1), or 0 for pure ε (exact level, Laplace noise; Gaussian and discrete priors) (default {delta_default:g})",
+    )
     parser.add_argument(
         "--level", choices=LEVELS,
         help="one level only: theorem (Theorem 1, closed form), indicator, coupling, or exact (the smallest "
@@ -375,7 +378,8 @@ def _run(labels, pairs, args, about="") -> str:
     kernel = kernels.resolve(args.noise)
     if args.level is not None and args.level not in kernel.levels:
         raise CLIError(f"--level {args.level} is a Laplace-noise bound; with --noise {args.noise} use --level exact or coupling")
-    levels = [args.level] if args.level else [level for level in COMPARED if level in kernel.levels]
+    compared = ["exact"] if args.delta == 0 else COMPARED  # pure ε: only the exact level proves δ = 0
+    levels = [args.level] if args.level else [level for level in compared if level in kernel.levels]
     results = {
         level: calibrate(pairs, args.eps, args.delta, noise=args.noise, level=level, solver=args.solver, tau=args.tau, progress=args.progress)
         for level in levels

@@ -113,7 +113,7 @@ def test_utf8_bom_is_accepted(tmp_path, capsys):
     "argv,message",
     [
         (["calibrate", "--eps", "0"], "eps must be > 0"),
-        (["calibrate", "--delta", "1.5"], "delta must be in the open interval"),
+        (["calibrate", "--delta", "1.5"], "delta must be in [0, 1)"),
         (["calibrate", "--pairs", "/no/such/file.csv"], "cannot read pairs file"),
         (["sum-query", "--K", "10"], "needs --users FILE"),
         (["sum-query", "--K", "0", "--mean", "1", "--std", "1"], "--K must be >= 1"),

@@ -292,8 +292,8 @@ def test_bad_input(kwargs, name):
         jp.calibrate(gauss_pairs(0.0, 1.0, 1.0, 2.0), 1.0, 1e-3, **kwargs)
 
 
-@pytest.mark.parametrize("eps,delta", [(0.0, 0.1), (1.0, 1.0), (1.0, 0.0), (float("inf"), 0.1)])
-def test_bad_privacy_parameters_for_numerical_levels(eps, delta):
+@pytest.mark.parametrize("eps,delta", [(0.0, 0.1), (1.0, 1.0), (1.0, -1e-3), (float("inf"), 0.1)])
+def test_bad_privacy_parameters_for_numerical_levels(eps, delta):  # δ = 0 is pure ε: test_pure_epsilon.py
     with pytest.raises(ValueError, match="eps|delta"):
         jp.calibrate(gauss_pairs(0.0, 1.0, 1.0, 2.0), eps, delta, level="exact")
 

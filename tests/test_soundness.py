@@ -136,7 +136,7 @@ def test_certified_range_boundary_is_accepted_and_sound():
 
 def test_delta_floor_of_the_exact_level():
     pairs = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.625, 1.0))
-    with pytest.raises(ValueError, match=r"^delta must be >= 1e-30 at level 'exact'"):
+    with pytest.raises(ValueError, match=r"^delta must be 0 or >= 1e-30 at level 'exact'"):
         jp.calibrate(pairs, 7.5, 1e-45, level="exact")
     assert float(jp.calibrate(pairs, 7.5, 1e-45, level="theorem").scale) > 0  # closed forms hold at any δ
 
@@ -147,12 +147,14 @@ def test_invalid_inputs_under_jit_give_nan():
 
     cases = np.array([
         [0.5, 2.0, 1.0, 1e-3],  # valid: a finite scale
+        [0.0, 2.0, 1.0, 0.0],  # valid: pure ε, b_pure of N(0, 2²) vs N(0, 1) = √(2·3)/2 (MATH.md §6)
         [np.nan, 1.0, 1.0, 1e-3], [0.0, -1.0, 1.0, 1e-3], [0.0, 2.0, -1.0, 1e-3], [0.0, 2.0, 0.0, 1e-3],
-        [0.0, 2.0, 1.0, 2.0], [0.0, 2.0, 1.0, 0.0], [0.0, 2.0, 1.0, 1e-40], [np.inf, 1.0, 1.0, 1e-3], [1e60, 1.0, 1.0, 1e-3],
+        [0.0, 2.0, 1.0, 2.0], [0.0, 2.0, 1.0, -1e-3], [0.0, 2.0, 1.0, 1e-40], [np.inf, 1.0, 1.0, 1e-3], [1e60, 1.0, 1.0, 1e-3],
     ])
     out = np.asarray(jax.jit(jax.vmap(scale))(*cases.T))
     assert np.isfinite(out[0]) and out[0] > 0
-    assert np.all(np.isnan(out[1:])), out
+    assert np.sqrt(6.0) / 2 <= out[1] <= np.sqrt(6.0) / 2 * (1 + 1e-9), out[1]
+    assert np.all(np.isnan(out[2:])), out
 
     def mixture_scale(w):
         return jp.calibrate(jp.PairSet(GM(w, [0.0, 1.0], [1.0, 1.0]), GM([0.5, 0.5], [0.0, 2.0], [1.0, 1.0])), 1.0, 1e-3).scale

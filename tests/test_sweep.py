@@ -59,7 +59,7 @@ def test_gaussian_noise_and_the_other_families_sweep_equals_per_point_calls():
 
 
 def test_sweep_below_the_exact_floor_names_delta():
-    with pytest.raises(ValueError, match="delta must be >= 1e-30"):
+    with pytest.raises(ValueError, match="delta must be 0 or >= 1e-30"):
         jp.calibrate(GAUSSIAN, 1.0, np.array([1e-3, 1e-40]), level="exact")
 
 

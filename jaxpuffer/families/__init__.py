@@ -16,6 +16,11 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
 * ``bracket(level, noise, params, eps, target)`` — (hi, start, pure): a scale expected to be
   feasible, the first scale to evaluate, and the scale beyond which δ is known to vanish (+inf
   where unknown); the search verifies all three;
+* ``pure_eps`` — whether its exact evaluator proves δ = 0 (returns exactly 0 where no positive
+  part exists), so that targets δ = 0 are searched; then ``log_mgf_ratio(params, t)`` —
+  log M_i(t) − log M_j(t) per pair, M the priors' moment generating functions: under Laplace(b)
+  noise the log-ratio of the noisy densities tends to it at t = ±1/b as y → ±∞ (the analytic
+  tail limits that δ = 0 needs, MATH.md §6);
 * ``prune_bound(noise, params, b, eps, symmetric)`` — a cheap per-pair upper bound on the exact δ
   that orders the certificate's scan, or None (then ``exact_is_cheap(noise, zero)`` says whether
   the exact δ of every pair, at scale 0 where ``zero``, is evaluated in one batch).
@@ -34,6 +39,7 @@ class PriorFamily(Protocol):
     name: str
     prior_type: type
     levels: tuple
+    pure_eps: bool
 
     def params(self, pairs, delta, tau) -> tuple: ...
     def theorem(self, pairs, params, eps, delta, tau): ...
@@ -41,6 +47,7 @@ class PriorFamily(Protocol):
     def delta(self, level, noise, params, b, eps, symmetric): ...
     def delta_at_zero(self, level, noise, params, eps, symmetric): ...
     def bracket(self, level, noise, params, eps, target): ...
+    def log_mgf_ratio(self, params, t): ...
     def prune_bound(self, noise, params, b, eps, symmetric): ...
     def exact_is_cheap(self, noise, zero) -> bool: ...
 

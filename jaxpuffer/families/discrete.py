@@ -3,6 +3,7 @@ axis (the Kantorovich paper; MATH.md §8)."""
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax.nn import logsumexp
 
 from .. import kantorovich
 from ..kantorovich import THEOREM3_CONSTANTS
@@ -16,6 +17,7 @@ class DiscreteFamily:
     name = "discrete"
     prior_type = Discrete
     levels = ("coupling", "exact")
+    pure_eps = True
 
     def params(self, pairs, delta, tau):
         n = pairs.first.num_atoms
@@ -48,6 +50,16 @@ class DiscreteFamily:
             guess = (k + jnp.sqrt(k**2 + eps / 2.0)) * spread / eps
         hi = jnp.maximum(guess * ROUND_UP, 1e-300)
         return hi, hi, jnp.full(hi.shape, jnp.inf)
+
+    def log_mgf_ratio(self, params, t):
+        """log M_i(t) − log M_j(t), M(t) = Σ_k p_k e^{x_k t} (atoms of probability 0 drop out)."""
+        support, p_i, p_j = params
+        xt = support * jnp.asarray(t)[..., None]
+
+        def log_mgf(p):
+            return logsumexp(jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)) + xt, -jnp.inf), axis=-1)
+
+        return log_mgf(p_i) - log_mgf(p_j)
 
     def prune_bound(self, noise, params, b, eps, symmetric):
         return None

@@ -6,7 +6,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 
-from ..bounds import _gaussian_pairs, theorem1_scale
+from ..bounds import _gaussian_pairs, pure_scale, theorem1_scale
 from ..losses import pair_delta, prior_delta, theorem_delta
 from ..priors import Gaussian
 from ..tau import tau_star_unchecked
@@ -30,6 +30,7 @@ class GaussianFamily:
     name = "gaussian"
     prior_type = Gaussian
     levels = ("indicator", "coupling", "exact")
+    pure_eps = True
 
     def params(self, pairs, delta, tau):
         pairs = _gaussian_pairs(pairs, "calibrate")
@@ -56,14 +57,23 @@ class GaussianFamily:
     def bracket(self, level, noise, params, eps, target):
         """Theorem 1's (5) (bounds every level for Laplace noise; a first guess for Gaussian
         noise). Exact level, Laplace noise: pure = b_pure of MATH.md §6 and the first point just
-        below it (δ often reaches the target within 1e-4 of b_pure, like a power of b_pure − b)."""
+        below it (δ often reaches the target within 1e-4 of b_pure, like a power of b_pure − b);
+        for a target of 0 (pure ε), where (5) has no finite form, hi = 2·b_pure."""
         d_mu, s1, s2 = params
         hi = jnp.maximum(theorem1_scale(d_mu, s1 - s2, eps, tau_star_unchecked(target, "exact")) * ROUND_UP, 1e-300)
         if noise == "laplace" and level == "exact":
-            b_pure = (jnp.abs(d_mu) + jnp.sqrt(d_mu**2 + 2.0 * eps * jnp.abs(s1**2 - s2**2))) / (2.0 * eps)
+            b_pure = pure_scale(d_mu, s1, s2, eps)
+            hi = jnp.where(target == 0, jnp.maximum(2.0 * b_pure, 1e-300), hi)
             near = b_pure * (1.0 - _BELOW_PURE)
             return hi, jnp.where((near > 0) & (near < hi), near, hi), jnp.where(b_pure > 0, b_pure, jnp.inf)
         return hi, hi, jnp.full(hi.shape, jnp.inf)
+
+    def log_mgf_ratio(self, params, t):
+        """log M_i(t) − log M_j(t) = Δμ t + (σ_i² − σ_j²) t²/2, M the priors' MGFs (σ_i² − σ_j² as
+        (σ_i − σ_j)(σ_i + σ_j): exactly 0 for equal stds, where a fused s1² − s2² leaves the
+        rounding of one square, which t² ~ 1e10 makes a 5e-8 error in the limit)."""
+        d_mu, s1, s2 = params
+        return d_mu * t + 0.5 * ((s1 - s2) * (s1 + s2)) * t**2
 
     def prune_bound(self, noise, params, b, eps, symmetric):
         """Laplace noise: the Monge-coupling bound (35) (L1 ≥ L0, closed form); else None."""

@@ -7,6 +7,11 @@ scale is what calibration solves for; the kernel holds only its shape):
   1e-300 never comes out of 1 − 0.999…;
 * ``sample(key, shape, b)``; ``variance(b)``; ``name`` (the ``noise=`` string that selects it);
 * ``levels`` — the levels of :func:`jaxpuffer.calibrate` that have an evaluator for it;
+* ``pure_eps`` — whether δ = 0 (pure ε) is searched at the exact level: Laplace tails keep the
+  log-ratio of two noisy priors bounded (MATH.md §6), so δ vanishes at a finite scale, and
+  ``tail_log_ratios(log_mgf_ratio, b)`` gives its limits as y → ±∞ (δ > 0 where one exceeds ε);
+  lighter tails (Gaussian) leave it unbounded for priors that differ, except in special cases
+  that are not searched;
 * ``shift_delta(w, b, eps)`` — the exact hockey-stick δ between the kernel and its own shift by
   w ≥ 0 (the point-mass / differential-privacy case); ``coupling_cost(w, b, eps)`` — the per-point
   cost h(w) of the coupling bound U = E_π[h(|x − x'|)] (MATH.md §6, Appendix E), ≥ the shift δ, and
@@ -71,6 +76,7 @@ class _Kernel:
     name: ClassVar[str]
     symbol: ClassVar[str] = "b"  # how tables name the scale
     levels: ClassVar[tuple] = ()
+    pure_eps: ClassVar[bool] = False
 
     def _log_tail(self, t, b):  # pragma: no cover - every kernel defines it
         raise NotImplementedError
@@ -109,6 +115,7 @@ class Laplace(_Kernel):
     name: ClassVar[str] = "laplace"
     symbol: ClassVar[str] = "b"
     levels: ClassVar[tuple] = ("theorem", "indicator", "coupling", "exact")
+    pure_eps: ClassVar[bool] = True
 
     def log_density(self, z, b):
         return -jnp.abs(z) / b - jnp.log(2.0 * b)
@@ -133,6 +140,13 @@ class Laplace(_Kernel):
 
     def coupling_zero(self, b, eps):
         return eps * b
+
+    def tail_log_ratios(self, log_mgf_ratio, b):
+        """The limits of log p_i(y) − log p_j(y) as y → +∞ and −∞, stacked, for p = prior ⊛ Lap(b):
+        p(y) e^{y/b}·2b → E[e^{X/b}] = M(1/b), so the limits are log M_i(±1/b) − log M_j(±1/b)
+        (``log_mgf_ratio(t)``; MATH.md §6's (σ_i² − σ_j²)/(2b²) ± Δμ/b for Gaussian priors). δ > 0
+        wherever one exceeds ε (the basis of δ = 0 calibration)."""
+        return jnp.stack([log_mgf_ratio(1.0 / b), log_mgf_ratio(-1.0 / b)])
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,6 +11,10 @@ answer b with the independent reference (:mod:`tests.adversarial.reference`):
   evaluator's bound, slack or fallback, is above the truth there), ``search`` where it is not (the
   search stopped above a feasible scale).
 
+``--pure``: δ = 0 (pure ε, Laplace noise, Gaussian and discrete priors), checked with the
+reference's supremum of the noisy log-ratio (violation: above ε + 1e-9; tight: above ε at
+b·(1 − 1e-6)).
+
 Prints the counts, the worst ratio δ(b)/target and the tightness, and each violation as a
 reproducer; exits 1 if any violation was found. ``--workers N`` checks in N processes.
 """
@@ -26,11 +30,12 @@ import time
 import numpy as np
 
 from .reference import check as _check
+from .reference import check_pure as _check_pure
 
 TOL = 1e-9
 
 
-def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=("laplace", "gaussian"), out=sys.stdout):
+def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=("laplace", "gaussian"), out=sys.stdout, pure=False):
     import jaxpuffer as jp
     from .generators import FAMILIES
 
@@ -44,14 +49,15 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
         for family in families:
             for noise in noises:
                 eps = float(np.exp(rng.uniform(np.log(1e-3), np.log(20))))
-                target = float(np.exp(rng.uniform(np.log(1e-30), np.log(0.99))))
+                target = 0.0 if pure else float(np.exp(rng.uniform(np.log(1e-30), np.log(0.99))))
                 pairs, ref = FAMILIES[family](rng, batch)
                 res = jp.calibrate(pairs, eps, target, level="exact", noise=noise)
                 b = np.asarray(res.per_pair).reshape(-1)
                 own = np.asarray(jp.delta_exact(pairs, np.asarray(res.per_pair) * (1 - 1e-4), eps, noise=noise)).reshape(-1)
                 stats["unconverged"] += 0 if res.converged else 1
                 jobs = [(f, s, float(bi), eps, target, noise) for (f, s), bi in zip(ref, b)]
-                results = list(pool.map(_check, jobs, chunksize=4)) if pool else list(map(_check, jobs))
+                check = _check_pure if pure else _check
+                results = list(pool.map(check, jobs, chunksize=4)) if pool else list(map(check, jobs))
                 for job, (ratio, tight), own_below in zip(jobs, results, own):
                     stats["checks"] += 1
                     stats["worst"] = max(stats["worst"], ratio)
@@ -106,9 +112,12 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--batch", type=int, default=64, help="pairs per calibrate call")
-    parser.add_argument("--families", default="gaussian,mixture,discrete")
+    parser.add_argument("--families", default=None, help="default gaussian,mixture,discrete (--pure: gaussian,discrete)")
+    parser.add_argument("--pure", action="store_true", help="δ = 0 with Laplace noise (pure ε)")
     args = parser.parse_args(argv)
-    stats, _ = run(_duration(args.budget), args.seed, args.workers, args.batch, args.families.split(","))
+    families = args.families or ("gaussian,discrete" if args.pure else "gaussian,mixture,discrete")
+    noises = ("laplace",) if args.pure else ("laplace", "gaussian")
+    stats, _ = run(_duration(args.budget), args.seed, args.workers, args.batch, families.split(","), noises, pure=args.pure)
     return 1 if stats["violations"] else 0
 
 
