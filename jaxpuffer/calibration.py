@@ -658,10 +658,10 @@ def _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs)
     at_zero = np.asarray(family.delta_at_zero("exact", noise_key, params, lane_eps, pairs.symmetric))
     needs = np.flatnonzero((np.asarray(lane_delta) == 0) & (at_zero > 0))
     if needs.size:
-        where = np.unravel_index(needs[0] % max(pairs.size, 1), pairs.batch_shape) if pairs.batch_shape else ()
-        pair = pairs[tuple(int(i) for i in where)]
+        index = tuple(int(i) for i in np.unravel_index(needs[0] % pairs.size, pairs.batch_shape))
+        pair = pairs[index]
         raise ValueError(
-            f"delta=0 (pure ε) with {kernel.name} noise: pair {tuple(int(i) for i in where)} "
+            f"delta=0 (pure ε) with {kernel.name} noise: pair {index} "
             f"({_describe_prior(pair.first)} vs {_describe_prior(pair.second)}) needs noise, and no {kernel.name}-noise scale "
             "is known to give δ = 0: the log-ratio of two different priors under Gaussian noise is unbounded (Gaussian priors: "
             "always; mixture and discrete priors: unless their extreme components coincide, cases that are not searched). "
