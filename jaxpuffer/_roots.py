@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 # Grids on which the exact evaluators look for the crossings of a log-density ratio:
 # offsets from each component's mean, in units of its std (21 points) and of the Laplace scale b
 # (16 points; beyond 48 b both Laplace-convolved densities are exact exponentials with one rate).
-_CORE = jnp.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.5, 10.0, 13.0])
-GRID_CORE = jnp.concatenate([-_CORE[:0:-1], _CORE])
-_TAIL = jnp.array([1.0, 2.5, 5.0, 9.0, 15.0, 24.0, 36.0, 48.0])
-GRID_TAIL = jnp.concatenate([-_TAIL[::-1], _TAIL])
+# (numpy constants: importing jaxpuffer must not start a JAX backend, so that
+# jax.distributed.initialize can still be called after the import)
+_CORE = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 5.5, 7.5, 10.0, 13.0])
+GRID_CORE = np.concatenate([-_CORE[:0:-1], _CORE])
+_TAIL = np.array([1.0, 2.5, 5.0, 9.0, 15.0, 24.0, 36.0, 48.0])
+GRID_TAIL = np.concatenate([-_TAIL[::-1], _TAIL])
 
 
 def illinois(fun, a, c, fa, fc, steps):

@@ -68,7 +68,7 @@ def coupling_laplace_closed(d_mu, d_sigma, b, eps):
     return jnp.clip(jnp.where(has_s, smooth, point), 0.0, 1.0)
 
 
-_GL_NODES, _GL_WEIGHTS = (jnp.asarray(a) for a in np.polynomial.legendre.leggauss(16))
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(16)  # numpy: the import starts no JAX backend
 _PANELS = 16
 _Z_MAX = 40.0  # N(0, 1) mass beyond ±40 is below 1e-300
 
