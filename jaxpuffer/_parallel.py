@@ -79,9 +79,19 @@ def over_lanes(fn):
             return fn(cfg, *args)
         lanes = PartitionSpec(cfg.mesh.axis_names)
         specs = jax.tree_util.tree_map(lambda a: lanes if jnp.ndim(a) else PartitionSpec(), args)
-        return jax.shard_map(partial(fn, cfg), mesh=cfg.mesh, in_specs=specs, out_specs=lanes, check_vma=False)(*args)
+        return _shard_map(partial(fn, cfg), mesh=cfg.mesh, in_specs=specs, out_specs=lanes)(*args)
 
     return run
+
+
+def _shard_map(fn, **kwargs):
+    """``jax.shard_map`` (JAX ≥ 0.6), else its experimental predecessor; no replication checks
+    (every output is lanewise)."""
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map(fn, check_vma=False, **kwargs)
+    from jax.experimental.shard_map import shard_map  # older JAX (not tested here: 0.10.2 is)
+
+    return shard_map(fn, check_rep=False, **kwargs)
 
 
 def processes() -> int:

@@ -47,7 +47,9 @@ slope is proven of one sign). Then
     it: :func:`jaxpuffer._roots.newton_bracket` closes it on both sides) holds at most
     P_i (1 − e^{−F}), F the least of sup f and the tent (f(a) + f(c))/2 + L(c − a)/2;
   * every inner piece holds at most its width times Σ α/(√(2π) s) (and 1/(2b) per Laplace
-    component), which caps the rounding bound of narrow pieces near a component's median.
+    component), which caps the rounding bound of narrow pieces near a component's median;
+  * an outer piece holds its whole mass (< e^{−75}/2 for Laplace noise), or nothing where
+    :func:`_outer_negative` proves f < 0 all the way out (Laplace noise: so that δ = 0 is exact).
 
 The 16 unproven pieces holding the most are split into 16 subpieces each and bounded again by the
 same rules (the least of the two bounds is kept): the bounds' gaps shrink with the width squared,
@@ -371,6 +373,32 @@ def _pieces(pair: _Pair, pts, f_pts, noise):
     return jnp.stack(bounds), jnp.stack(unproven)
 
 
+def _outer_negative(pair: _Pair, y_lo, y_hi):
+    """Laplace noise: whether f < 0 is proven on the outer pieces (−∞, y_lo] and [y_hi, ∞), per
+    order (rows) and side (columns), so that they hold no part of δ (pure ε needs exact zeros).
+
+    A component g = N(μ, σ²) ⊛ Lap(b) has 2b e^{y/b} g(y) = e^{μ/b + σ²/2b²} A(y − μ) with
+    A(z) = Φ(z/σ − σ/b) + e^{2z/b} Φ(−z/σ − σ/b), and A'(z) = (2/b) e^{2z/b} Φ(−z/σ − σ/b) > 0
+    (the φ terms cancel), A → 1: so 2b e^{y/b} p(y) ≤ M(1/b) everywhere (M the prior's MGF) and
+    e^{y/b} p(y) increases with y. For y ≥ y_hi, then,
+        log p_i(y) − log p_j(y) ≤ log M_i(1/b) − log 2b − log p_j(y_hi) − y_hi/b,
+    and mirrored (M(−1/b), e^{−y/b} p(y) increasing leftwards) for y ≤ y_lo. Each side is formed
+    about the pair's centre c, with log p_j(y) ± (y − c)/b the evaluator's tail-normalised value,
+    and must stay below ε by a rounding margin. Returns (proven, the bound on sup r), (order, side)."""
+    weights, means, spreads, b, eps, center = pair[:6]
+    ends = jnp.stack([y_lo, y_hi])
+    normalized = _log_densities(ends, weights, means, spreads, b, "laplace", center)[0]  # log p + |y − c|/b
+    offset = (ends - center) / b
+    toward = jnp.array([-1.0, 1.0])  # log p − (y − c)/b on the left, log p + (y − c)/b on the right (0 added beyond c)
+    log_p = normalized + (toward * offset - jnp.abs(offset))[:, None]  # (side, mixture)
+    side = toward[:, None, None]  # t = ∓1/b
+    log_w = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf)
+    log_mgf = logsumexp(log_w[None] + side * (means[None] - center) / b + 0.5 * (spreads[None] / b) ** 2, axis=2)  # (side, mixture)
+    sup_r = jnp.stack([log_mgf[:, 0] - log_p[:, 1], log_mgf[:, 1] - log_p[:, 0]]) - jnp.log(2.0 * b)  # (order, side)
+    size = jnp.stack([jnp.abs(log_mgf[:, 0]) + jnp.abs(log_p[:, 1]), jnp.abs(log_mgf[:, 1]) + jnp.abs(log_p[:, 0])]) + jnp.abs(jnp.log(2.0 * b)) + eps
+    return sup_r - eps < -_NOISE_ULPS * _EPS64 * size, sup_r
+
+
 def _coarse_pass(pair: _Pair, noise):
     """The first pass of the exact evaluator for one mixture pair (module docstring): both orders'
     bound without the ``_REFINE_PIECES`` unproven pieces that hold the most (2,), those pieces'
@@ -454,6 +482,8 @@ def _coarse_pass(pair: _Pair, noise):
     ), num_keys=1)
     pts, f_sorted = sg(pts), sg(jnp.stack([f_0, f_1]))
     bounds, unproven = _pieces(pair, pts, f_sorted, noise)
+    if noise == "laplace":  # the outer pieces hold nothing where f < 0 out there is proven
+        bounds = bounds.at[:, jnp.array([0, -1])].set(jnp.where(_outer_negative(pair, pts[0], pts[-1])[0], 0.0, bounds[:, jnp.array([0, -1])]))
     # the unproven pieces holding the most (both orders) are left to the second pass
     need = jnp.where(jnp.any(unproven, axis=0), jnp.sum(sg(bounds[:, 1:-1]), axis=0), -1.0)
     picked = jnp.sort(jax.lax.top_k(need, _REFINE_PIECES)[1])

@@ -1,6 +1,6 @@
 """Pure ε (issue 16, item 5): ``calibrate(..., delta=0, level="exact")`` with Laplace noise returns
-the smallest b whose exact δ is 0, for Gaussian and discrete priors; a clear ValueError where none
-is searched (Gaussian noise on priors that differ, mixtures, other levels).
+the smallest b whose exact δ is 0, for Gaussian, discrete and mixture priors; a clear ValueError
+where none is searched (Gaussian noise on priors that differ, other levels).
 
 Reference (independent of jaxpuffer): ``tests/adversarial/reference.py``'s ``sup_log_ratio``, the
 supremum over y of log p_i − log p_j for the noisy densities written with scipy (a sinh-spaced scan
@@ -24,7 +24,8 @@ EPS = 1.0
 ROUNDING = 1e-9
 
 
-def assert_smallest_pure_scales(pairs, refs, n_zero_expected=None):
+def assert_smallest_pure_scales(pairs, refs, tight=1e-6):
+    """Every returned b has sup log-ratio ≤ ε (δ = 0) and b·(1 − tight) has it > ε."""
     result = jp.calibrate(pairs, EPS, 0.0, level="exact")
     assert result.converged and result.delta_achieved == 0.0 and result.certificate == "exact"
     scales = np.asarray(result.per_pair)
@@ -34,7 +35,7 @@ def assert_smallest_pure_scales(pairs, refs, n_zero_expected=None):
             continue
         sup, rounding = sup_log_ratio(first, second, b)
         assert sup - EPS <= ROUNDING + rounding, b
-        assert sup_log_ratio(first, second, b * (1 - 1e-6))[0] - EPS > 0, b
+        assert sup_log_ratio(first, second, b * (1 - tight))[0] - EPS > 0, b
     return result
 
 
@@ -55,6 +56,15 @@ def test_discrete_pairs_get_the_smallest_pure_scale():
     # the Kantorovich paper's Theorem 1 (b = Δ/ε) is pure ε too, and never smaller
     theorem = jp.calibrate(pairs, EPS, 1e-6, level="theorem")
     assert np.all(np.asarray(result.per_pair) <= np.asarray(theorem.per_pair) * (1 + 1e-12))
+
+
+def test_mixture_pairs_get_the_smallest_pure_scale():
+    """The adversarial generator's 4-component mixtures (narrow next to wide components, light and
+    far ones). Tight to 1e-4, not 1e-6: where the supremum is an interior peak, the evaluator's proof
+    margin near tangency leaves the answer a little high (measured on these 48: 47 within 1e-6,
+    one within 1e-4; on 64 benign 3-component pairs, 59 within 1e-6, the rest within 5.6e-6)."""
+    pairs, refs = generators.mixture_pairs(np.random.default_rng(5), 48)
+    assert_smallest_pure_scales(pairs, refs, tight=1e-4)
 
 
 def test_pure_scale_examples_of_math_md():
@@ -94,7 +104,7 @@ def test_pure_epsilon_under_jit_and_grad():
         (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.0, 2.0)), {"noise": "gaussian"}, "unbounded"),  # unequal variances
         (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 1.0)), {"noise": "gaussian"}, "unbounded"),  # a mean shift
         (jp.PairSet(jp.GaussianMixture([0.5, 0.5], [0.0, 1.0], [1.0, 1.0]), jp.GaussianMixture([0.5, 0.5], [0.0, 2.0], [1.0, 1.0])),
-         {}, "not supported for GaussianMixture"),
+         {"noise": "gaussian"}, "unbounded"),
         (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.0, 2.0)), {"level": "theorem"}, "level 'exact' only"),
         (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.0, 2.0)), {"level": "coupling"}, "level 'exact' only"),
     ],
@@ -119,3 +129,35 @@ def test_cli_pure_epsilon(capsys):
     assert main(["calibrate", "--delta", "0"]) == 0
     out = capsys.readouterr().out
     assert "level: exact" in out and "pure ε-private" in out
+
+
+def test_mixture_outer_tail_bound_holds():
+    """losses_mixture._outer_negative's bound on sup log p_i/p_j beyond a point y0 (both sides,
+    both orders) is ≥ the log-ratio of the noisy densities written independently with scipy, at
+    points from y0 out to 10³ noise scales, for y0 at the evaluator's outer grid points and on the
+    far side of the pair's centre c (the bound holds for any y0; a first version assumed y0 beyond
+    c, as the outer points always are, and was up to 0.36 nats short elsewhere). Tolerance: the
+    scipy log-densities' own rounding at |log p| ~ 10³."""
+    from scipy import special
+
+    from jaxpuffer import losses_mixture
+
+    def log_density(y, w, m, s, b):
+        v = s / b
+        terms = np.logaddexp(0.5 * v * v - (y - m) / b + special.log_ndtr((y - m) / s - v), 0.5 * v * v + (y - m) / b + special.log_ndtr(-(y - m) / s - v))
+        return special.logsumexp(np.log(w) + terms) - np.log(2 * b)
+
+    rng = np.random.default_rng(1)
+    out = np.r_[0.0, np.geomspace(1e-3, 1e3, 30)]
+    for _ in range(16):
+        first, second = [(rng.dirichlet(np.ones(3)), rng.normal(0, 2, 3), rng.uniform(0.3, 2, 3)) for _ in range(2)]
+        b = rng.uniform(0.2, 5)
+        pair = losses_mixture._pair(tuple(map(jnp.asarray, first)), tuple(map(jnp.asarray, second)), jnp.float64(b), jnp.float64(EPS), "laplace")
+        grid = losses_mixture._grid(pair.weights, pair.means, pair.spreads, pair.b, "laplace")
+        centre = float(pair.center)
+        for y_lo, y_hi in ((float(grid[0]), float(grid[-1])), (centre + b, centre - b)):
+            sup_r = np.asarray(losses_mixture._outer_negative(pair, jnp.float64(y_lo), jnp.float64(y_hi))[1])
+            for side, ys in ((0, y_lo - out * b), (1, y_hi + out * b)):
+                for order, (p, q) in enumerate(((first, second), (second, first))):
+                    observed = max(log_density(y, *p, b) - log_density(y, *q, b) for y in ys)
+                    assert sup_r[order, side] >= observed - 1e-11, (order, side, sup_r[order, side], observed)

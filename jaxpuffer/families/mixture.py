@@ -3,6 +3,7 @@ this δ, then both mixtures (:func:`jaxpuffer.losses_mixture.mixture_params`; MA
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax.nn import logsumexp
 
 from ..bounds import mixture_theorem_scale, theorem1_scale, theorem2
 from ..couplings import gmm_coupling
@@ -12,16 +13,21 @@ from ..priors import GaussianMixture
 from ..tau import tau_star_unchecked
 from . import register
 
+_PURE_START = 1e-30  # the δ whose Theorem 2 scale starts the bracket for a target of 0
+
 
 class MixtureFamily:
     name = "mixture"
     prior_type = GaussianMixture
     levels = ("coupling", "exact")
-    # its exact evaluator is an upper bound that adds the Laplace mass beyond its outer points
-    # (e^{−75}/2 per side): it never proves δ = 0, so δ = 0 targets are refused
-    pure_eps = False
+    # with Laplace noise its exact evaluator returns 0 where it proves f < 0 on every piece, the
+    # outer ones included (losses_mixture._outer_negative), so δ = 0 targets are searched
+    pure_eps = True
 
     def params(self, pairs, delta, tau):
+        """The plan minimising Theorem 2's cost at δ (at δ = 1e-30 for a target of 0: any plan's
+        bounds hold; this one serves the bracket and the certificate's pruning)."""
+        delta = jnp.where(jnp.asarray(delta) > 0, delta, _PURE_START)
         return mixture_params(pairs, gmm_coupling(pairs, cost="bound", delta=delta, tau=tau))
 
     def theorem(self, pairs, params, eps, delta, tau):
@@ -49,9 +55,24 @@ class MixtureFamily:
         """Theorem 2 in its valid (max) form with the same plan (a first guess for Gaussian noise,
         which the search may double)."""
         w, d_mu, d_sigma = params[:3]
-        cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(jnp.asarray(target)[..., None, None], "exact"))
+        # a target of 0 (pure ε) has no finite theorem: start from its scale at δ = 1e-30, which the search doubles if need be
+        target = jnp.where(jnp.asarray(target) > 0, target, _PURE_START)
+        cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target[..., None, None], "exact"))
         hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
         return hi, hi, jnp.full(hi.shape, jnp.inf)
+
+    def log_mgf_ratio(self, params, t):
+        """log M_i(t) − log M_j(t), M(t) = Σ_m α_m e^{μ_m t + σ_m² t²/2} (components of weight 0 drop
+        out), each formed about the pair's mean component location c (the e^{ct} factors cancel)."""
+        alpha, mu_i, s_i, beta, mu_j, s_j = params[3:]
+        t = jnp.asarray(t)[..., None]
+        c = 0.5 * (jnp.sum(alpha * mu_i, axis=-1) + jnp.sum(beta * mu_j, axis=-1))[..., None]
+
+        def log_mgf(w, mu, s):
+            log_w = jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
+            return logsumexp(log_w + (mu - c) * t + 0.5 * (s * t) ** 2, axis=-1)
+
+        return log_mgf(alpha, mu_i, s_i) - log_mgf(beta, mu_j, s_j)
 
     def prune_bound(self, noise, params, b, eps, symmetric):
         """The plan's coupling bound (24), ≥ the exact δ."""
