@@ -360,7 +360,7 @@ def _common(parser: argparse.ArgumentParser, delta_default: float) -> None:
     parser.add_argument("--eps", type=_finite, default=1.0, help="ε > 0 (default 1)")
     parser.add_argument(
         "--delta", type=_finite, default=delta_default,
-        help=f"δ in (0, 1), or 0 for pure ε (exact level, Laplace noise; Gaussian and discrete priors) (default {delta_default:g})",
+        help=f"δ in (0, 1), or 0 for pure ε (exact level, Laplace noise) (default {delta_default:g})",
     )
     parser.add_argument(
         "--level", choices=LEVELS,

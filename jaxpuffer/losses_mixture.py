@@ -76,6 +76,7 @@ from jax.scipy.special import ndtr
 from ._roots import GRID_CORE, GRID_TAIL, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, tail_normalized
+from .priors import log_mgf
 
 _ROOTS = 24  # grid crossings refined, both orders together
 _EXTREMA = 12  # hidden peaks or dips searched, both orders together
@@ -391,11 +392,9 @@ def _outer_negative(pair: _Pair, y_lo, y_hi):
     offset = (ends - center) / b
     toward = jnp.array([-1.0, 1.0])  # log p − (y − c)/b on the left, log p + (y − c)/b on the right (0 added beyond c)
     log_p = normalized + (toward * offset - jnp.abs(offset))[:, None]  # (side, mixture)
-    side = toward[:, None, None]  # t = ∓1/b
-    log_w = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf)
-    log_mgf = logsumexp(log_w[None] + side * (means[None] - center) / b + 0.5 * (spreads[None] / b) ** 2, axis=2)  # (side, mixture)
-    sup_r = jnp.stack([log_mgf[:, 0] - log_p[:, 1], log_mgf[:, 1] - log_p[:, 0]]) - jnp.log(2.0 * b)  # (order, side)
-    size = jnp.stack([jnp.abs(log_mgf[:, 0]) + jnp.abs(log_p[:, 1]), jnp.abs(log_mgf[:, 1]) + jnp.abs(log_p[:, 0])]) + jnp.abs(jnp.log(2.0 * b)) + eps
+    log_m = log_mgf(weights[None], means[None], spreads[None], toward[:, None, None] / b, center)  # (side, mixture): t = ∓1/b
+    sup_r = jnp.stack([log_m[:, 0] - log_p[:, 1], log_m[:, 1] - log_p[:, 0]]) - jnp.log(2.0 * b)  # (order, side)
+    size = jnp.stack([jnp.abs(log_m[:, 0]) + jnp.abs(log_p[:, 1]), jnp.abs(log_m[:, 1]) + jnp.abs(log_p[:, 0])]) + jnp.abs(jnp.log(2.0 * b)) + eps
     return sup_r - eps < -_NOISE_ULPS * _EPS64 * size, sup_r
 
 

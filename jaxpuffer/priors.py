@@ -251,3 +251,14 @@ class GaussianMixture(_TrailingAxisPrior):
         pad = lambda a, fill: jnp.concatenate([a, jnp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)  # noqa: E731
         return self.tree_unflatten(None, (pad(self.weights, 0.0), pad(self.means, self.means[..., :1]), pad(self.stds, self.stds[..., :1])))
 
+
+
+def log_mgf(weights, locations, stds, t, centre=0.0):
+    """log E[e^{t(X − c)}] for X = Σ_m w_m N(μ_m, σ_m²) (σ = 0: atoms, the Discrete prior's pmf):
+    logsumexp over the last axis of log w_m + (μ_m − c) t + σ_m² t²/2, components of weight 0
+    dropped (not log 0 · 0). Every argument broadcasts against the component axis (give ``t`` and
+    ``centre`` a trailing axis of 1). Under Laplace(b) noise, log M_i(±1/b) − log M_j(±1/b) are the
+    limits of the noisy log-ratio (MATH.md §6); the shift c cancels in such differences and keeps
+    (μ − c) t small."""
+    log_w = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf)
+    return jax.nn.logsumexp(log_w + (locations - centre) * t + 0.5 * (stds * t) ** 2, axis=-1)

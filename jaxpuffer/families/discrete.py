@@ -3,12 +3,11 @@ axis (the Kantorovich paper; MATH.md §8)."""
 from __future__ import annotations
 
 import jax.numpy as jnp
-from jax.nn import logsumexp
 
 from .. import kantorovich
 from ..kantorovich import THEOREM3_CONSTANTS
 from ..losses_discrete import discrete_delta
-from ..priors import Discrete
+from ..priors import Discrete, log_mgf
 from . import register
 from .gaussian import ROUND_UP
 
@@ -54,12 +53,8 @@ class DiscreteFamily:
     def log_mgf_ratio(self, params, t):
         """log M_i(t) − log M_j(t), M(t) = Σ_k p_k e^{x_k t} (atoms of probability 0 drop out)."""
         support, p_i, p_j = params
-        xt = support * jnp.asarray(t)[..., None]
-
-        def log_mgf(p):
-            return logsumexp(jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)) + xt, -jnp.inf), axis=-1)
-
-        return log_mgf(p_i) - log_mgf(p_j)
+        t = jnp.asarray(t)[..., None]
+        return log_mgf(p_i, support, 0.0, t) - log_mgf(p_j, support, 0.0, t)
 
     def prune_bound(self, noise, params, b, eps, symmetric):
         return None

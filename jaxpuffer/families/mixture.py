@@ -3,13 +3,12 @@ this δ, then both mixtures (:func:`jaxpuffer.losses_mixture.mixture_params`; MA
 from __future__ import annotations
 
 import jax.numpy as jnp
-from jax.nn import logsumexp
 
 from ..bounds import mixture_theorem_scale, theorem1_scale, theorem2
 from ..couplings import gmm_coupling
 from ..losses import theorem_delta
 from ..losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
-from ..priors import GaussianMixture
+from ..priors import GaussianMixture, log_mgf
 from ..tau import tau_star_unchecked
 from . import register
 
@@ -67,12 +66,7 @@ class MixtureFamily:
         alpha, mu_i, s_i, beta, mu_j, s_j = params[3:]
         t = jnp.asarray(t)[..., None]
         c = 0.5 * (jnp.sum(alpha * mu_i, axis=-1) + jnp.sum(beta * mu_j, axis=-1))[..., None]
-
-        def log_mgf(w, mu, s):
-            log_w = jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)
-            return logsumexp(log_w + (mu - c) * t + 0.5 * (s * t) ** 2, axis=-1)
-
-        return log_mgf(alpha, mu_i, s_i) - log_mgf(beta, mu_j, s_j)
+        return log_mgf(alpha, mu_i, s_i, t, c) - log_mgf(beta, mu_j, s_j, t, c)
 
     def prune_bound(self, noise, params, b, eps, symmetric):
         """The plan's coupling bound (24), ≥ the exact δ."""
