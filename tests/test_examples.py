@@ -74,3 +74,11 @@ def test_gaussian_mechanism_example(tmp_path, capsys, monkeypatch):
     out = run_example_here("gaussian_mechanism.py", tmp_path, capsys, monkeypatch)
     assert "Point masses (DP), Δ = 1" in out and "Gaussian priors N(0,1) vs N(1,2²)" in out
     assert (tmp_path / "gaussian_mechanism.png").stat().st_size > 10_000
+
+
+def test_gg_mechanism_figures(tmp_path, capsys, monkeypatch):
+    out = run_example_here("gg_mechanism.py", tmp_path, capsys, monkeypatch, "--draws", "20000")
+    assert "Lemma 11 threshold: 2Φ(−√2) = 0.157299 (the paper prints 2Φ(√2) = 1.8427)" in out
+    assert "exact (ε, δ)-DP b at ε = 1, δ = 0.01 for p = 2, 3, 4: 2.672" in out  # p = 2: the analytic Gaussian mechanism
+    for k in range(1, 7):
+        assert (tmp_path / f"gg_figure{k}.png").stat().st_size > 10_000

@@ -236,12 +236,14 @@ _TAIL_X = 745.0  # (|u|)^p beyond which the standard GG tail is below 1e-300: δ
 
 def _gg_gap(u, d, p):
     """D(u) = |u − d|^p − |u|^p (d ≥ 0), non-increasing in u for p ≥ 1, without cancellation:
-    u ≤ 0: |u|^p expm1(p log1p(d/|u|)); u > 0: u^p expm1(p log((d − u)/u))."""
+    u ≤ 0: |u|^p expm1(p log1p(d/|u|)); 0 < u < d: u^p expm1(p log((d − u)/u));
+    u ≥ d: u^p expm1(p log1p(−d/u))."""
     a = jnp.abs(u)
     a_safe = jnp.where(a > 0, a, 1.0)
     left = a_safe**p * jnp.expm1(p * jnp.log1p(d / a_safe))
     right = a_safe**p * jnp.expm1(p * jnp.log(jnp.abs(d - u) / a_safe))
-    right = jnp.where(d - u > 0, right, -jnp.abs(u - d) ** p - a**p)  # u ≥ d: both terms one sign
+    beyond = a_safe**p * jnp.expm1(p * jnp.log1p(-jnp.minimum(d / a_safe, 1.0)))
+    right = jnp.where(d - u > 0, right, beyond)
     return jnp.where(a == 0, d**p, jnp.where(u < 0, left, right))
 
 
@@ -261,7 +263,8 @@ def gg_shift_delta(p, d, eps):
     falsi and is bracketed, a = ŷ − h ≤ y* ≤ c = ŷ + h, by checking
     D(a) ≥ ε(1 + 10⁻¹³) and D(c) ≤ ε(1 − 10⁻¹³). As δ(y) = F(y) − e^ε F(y − d) is stationary
     at y*, δ ≤ δ(ŷ) + (c − a) max_[a,c] p|1 − e^{ε − D}| (second order in the bracket), with each
-    CDF moved by its error bound: an upper bound. Where the check fails the bound is
+    CDF moved by its error bound: an upper bound. A shift d ≥ 4·745^{1/p} gives 1 (δ = 1 to
+    float64 precision; |u|^p could overflow there). Where the check fails the bound is
     F(d/2) − e^ε F(−745^{1/p} − d) (loose, still an upper bound). Roots beyond |y|^p = 745 leave
     δ ≤ F(−745^{1/p}) < 1e-300, returned as such. Relative looseness: about
     3e-14 (1 + |log F(y*)|) F(y*)/δ, from the CDFs' error bounds — ≤ 1e-9 for δ ≥ 1e-30 and
@@ -303,6 +306,9 @@ def gg_shift_delta(p, d, eps):
     fp = jnp.exp(log_fp) * (1.0 + _CDF_ULPS * _EPS64 * (1.0 + jnp.abs(log_qp)))
     fq = jnp.exp(eps + log_fq) * (1.0 - _CDF_ULPS * _EPS64 * (1.0 + jnp.abs(log_qq)))
     value = jnp.where(found, fp - fq, fp) + second_order
+    # a shift beyond 4·745^{1/p} (where |u|^p may overflow): B = {y < d/2} gives
+    # δ ≥ 1 − (1 + e^ε) F(−d/2) with (d/2)^p ≥ 2^p·745, so δ = 1 in float64
+    value = jnp.where(d >= 4.0 * _TAIL_X ** (1.0 / p), 1.0, value)
     return jnp.where(p >= 1.0, jnp.clip(value, 0.0, 1.0), jnp.nan)
 
 
