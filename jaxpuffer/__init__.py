@@ -27,7 +27,7 @@ from .losses import delta_coupling, delta_exact, delta_indicator, delta_probabil
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
 from .fitting import GMMFit, fit_gmm, priors_from_table  # noqa: E402
-from . import data, mechanisms, noise  # noqa: E402
+from . import data, leakage, mechanisms, noise  # noqa: E402
 
 __all__ = [
     "Calibration",
@@ -44,6 +44,7 @@ __all__ = [
     "GaussianMixture",
     "GMMFit",
     "data",
+    "leakage",
     "mechanisms",
     "noise",
     "fit_gmm",

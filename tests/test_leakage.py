@@ -1,0 +1,128 @@
+"""Leakage measures of the GMM-masking paper (issue 14, first part; ``../shared/papers/002``,
+MATH.md §10) against references computed here: mpmath quadrature, scipy, Monte Carlo intervals,
+the Gaussian closed form, and MATH.md's test case."""
+import math
+
+import jax
+import jax.numpy as jnp
+import mpmath as mp
+import numpy as np
+import pytest
+from scipy import stats
+
+import jaxpuffer as jp
+from jaxpuffer.leakage import MultivariateGaussianMixture as MGM
+from jaxpuffer.leakage import moments, references, series
+
+KEY = jax.random.PRNGKey(7)
+# MATH.md §10's test case (d = 1, two components)
+P = MGM([0.3, 0.7], [[-1.0], [2.0]], [[[0.5]], [[1.5]]])
+Q = MGM([0.4, 0.6], [[-0.5], [2.5]], [[[0.8]], [[1.2]]])
+
+
+def _mp_mixture(w, m, v):
+    return lambda x: sum(wi * mp.exp(-((x - mi) ** 2) / (2 * vi)) / mp.sqrt(2 * mp.pi * vi) for wi, mi, vi in zip(w, m, v))
+
+
+def test_math_md_case_moments_entropies_and_kl():
+    assert math.exp(float(moments.log_power_moment(P, P, 1))) == pytest.approx(0.161253908, abs=5e-10)
+    assert math.exp(float(moments.log_power_moment(P, Q, 1))) == pytest.approx(0.155925698, abs=5e-10)
+    h_p, err = references.entropy_quadrature_1d(P)
+    assert h_p == pytest.approx(1.91964696, abs=5e-9) and err < 1e-10
+    assert references.entropy_quadrature_1d(P, Q)[0] == pytest.approx(1.94616297, abs=5e-9)
+    kl, _ = references.kl_quadrature_1d(P, Q)
+    assert kl == pytest.approx(0.02651601, abs=5e-9)
+    mean, se = references.kl_monte_carlo(KEY, P, Q, 400_000)
+    assert abs(float(mean) - kl) < 3.29 * float(se)
+
+
+def test_power_moments_against_mpmath_and_monte_carlo():
+    mp.mp.dps = 30
+    p = _mp_mixture([0.3, 0.7], [-1, 2], [0.5, 1.5])
+    q = _mp_mixture([0.4, 0.6], [-0.5, 2.5], [0.8, 1.2])
+    for k in (2, 5, 10):
+        ref = float(mp.quad(lambda x: p(x) * q(x) ** k, [-mp.inf, -1, -0.5, 2, 2.5, mp.inf]))
+        assert math.exp(float(moments.log_power_moment(P, Q, k))) == pytest.approx(ref, rel=1e-11)
+    # d = 2, three components: E_P[R^k] as the Monte Carlo mean of R(x)^k, x ~ P (99.9% interval)
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=(3, 2, 2))
+    covs = a @ np.swapaxes(a, -1, -2) + 0.5 * np.eye(2)
+    p2 = MGM([0.2, 0.5, 0.3], rng.normal(size=(3, 2)), covs)
+    r2 = MGM([0.6, 0.4], rng.normal(size=(2, 2)), np.array([np.eye(2), 2 * np.eye(2)]))
+    x = p2.sample(KEY, 400_000)
+    for k in (1, 2, 3):
+        values = np.exp(k * np.asarray(r2.log_density(x)))
+        closed = math.exp(float(moments.log_power_moment(p2, r2, k)))
+        assert abs(values.mean() - closed) < 3.29 * values.std() / math.sqrt(values.size)
+    # a single Gaussian: E_P[P] = (4π)^{−d/2} |S|^{−1/2}
+    single = MGM([1.0], [[0.0, 1.0]], [covs[0]])
+    expect = (4 * math.pi) ** -1 / math.sqrt(np.linalg.det(covs[0]))
+    assert math.exp(float(moments.log_power_moment(single, single, 1))) == pytest.approx(expect, rel=1e-13)
+
+
+def test_gaussian_kl_closed_form_against_quadrature_and_monte_carlo():
+    one_p, one_q = MGM([1.0], [[0.3]], [[[0.7]]]), MGM([1.0], [[-0.4]], [[[1.9]]])
+    closed = float(references.kl_gaussians(one_p.means[0], one_p.covs[0], one_q.means[0], one_q.covs[0]))
+    assert closed == pytest.approx(references.kl_quadrature_1d(one_p, one_q)[0], rel=1e-11)
+    rng = np.random.default_rng(2)
+    a, b = rng.normal(size=(3, 3)), rng.normal(size=(3, 3))
+    s_p, s_q = a @ a.T + np.eye(3), b @ b.T + np.eye(3)
+    m_p, m_q = rng.normal(size=3), rng.normal(size=3)
+    closed = float(references.kl_gaussians(m_p, s_p, m_q, s_q))
+    mean, se = references.kl_monte_carlo(KEY, MGM([1.0], [m_p], [s_p]), MGM([1.0], [m_q], [s_q]), 400_000)
+    assert abs(float(mean) - closed) < 3.29 * float(se)
+    # against scipy's multivariate normal log-density (an independent evaluation of the integrand)
+    x = rng.normal(size=(5, 3))
+    np.testing.assert_allclose(MGM([1.0], [m_p], [s_p]).log_density(jnp.asarray(x)), stats.multivariate_normal(m_p, s_p).logpdf(x), rtol=1e-12)
+
+
+def test_series_errata_and_convergence():
+    h_p, _ = references.entropy_quadrature_1d(P)
+    kl_ref, _ = references.kl_quadrature_1d(P, Q)
+    # Taylor (eq. 14) approaches H(P) as N grows (slowly: the tails sit on the series' boundary)
+    errors = [abs(series.taylor_entropy(P, P, n)[0] - h_p) for n in (5, 10, 20, 30)]
+    assert all(e1 > e2 for e1, e2 in zip(errors, errors[1:])) and errors[-1] < 0.01
+    # Theorem 4.2 as printed has the sign of KL reversed; the corrected difference is KL's sign
+    corrected, _ = series.kl(P, Q, 30)
+    printed, _ = series.kl(P, Q, 30, printed=True)
+    assert printed == -corrected and printed < 0 < corrected
+    assert abs(corrected - kl_ref) < 0.05 * kl_ref
+    # the Legendre series' spurious −log a: the printed form is the corrected one minus log a
+    a = float(moments.density_peak_bound(P))
+    fixed, _ = series.legendre_entropy(P, P, 10, a)
+    with_log, _ = series.legendre_entropy(P, P, 10, a, printed=True)
+    assert with_log - fixed == pytest.approx(-math.log(a), rel=1e-12)
+    assert abs(fixed - h_p) < 0.003 < abs(with_log - h_p)
+    # float64 cancellation: beyond ~15 Legendre / ~40 Taylor terms the estimate is refused
+    value, rounding = series.legendre_entropy(P, P, 25)
+    assert math.isnan(value) and rounding > 1.0
+    value, rounding = series.taylor_entropy(P, P, 60)
+    assert math.isnan(value) and rounding > 1e-8
+    with pytest.raises(ValueError, match="series"):
+        series.kl(P, Q, 5, series="fourier")
+
+
+def test_mixture_conversion_sampling_and_bad_input():
+    one = jp.GaussianMixture([0.25, 0.75], [0.0, 3.0], [1.0, 0.5])
+    m = MGM.from_1d(one)
+    back = m.to_1d()
+    np.testing.assert_allclose(back.stds, one.stds, rtol=1e-15)
+    x = jnp.linspace(-3, 5, 9)[:, None]
+    ref = np.log(0.25 * stats.norm.pdf(x[:, 0], 0, 1) + 0.75 * stats.norm.pdf(x[:, 0], 3, 0.5))
+    np.testing.assert_allclose(m.log_density(x), ref, rtol=1e-13)
+    draws = np.asarray(m.sample(KEY, 100_000))[:, 0]
+    assert stats.kstest(draws, lambda v: 0.25 * stats.norm.cdf(v, 0, 1) + 0.75 * stats.norm.cdf(v, 3, 0.5)).pvalue > 1e-3
+    diag = MGM([0.5, 0.5], [[0.0, 0.0], [1.0, 1.0]], [[1.0, 2.0], [0.5, 0.5]], diagonal=True)
+    assert diag.covs.shape == (2, 2, 2) and float(diag.covs[0, 1, 1]) == 2.0
+    with pytest.raises(ValueError, match="positive definite"):
+        MGM([1.0], [[0.0, 0.0]], [[[1.0, 2.0], [2.0, 1.0]]])
+    with pytest.raises(ValueError, match="symmetric"):
+        MGM([1.0], [[0.0, 0.0]], [[[1.0, 0.1], [0.0, 1.0]]])
+    with pytest.raises(ValueError, match="weights must sum to 1"):
+        MGM([0.5, 0.6], [[0.0], [1.0]], [[[1.0]], [[1.0]]])
+    with pytest.raises(ValueError, match="dimension"):
+        MGM([1.0], [[0.0, 0.0]], [[[1.0]]])
+    with pytest.raises(ValueError, match="means must be finite"):
+        MGM([1.0], [[float("nan")]], [[[1.0]]])
+    with pytest.raises(ValueError, match="d = 1"):
+        diag.to_1d()
