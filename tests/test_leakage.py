@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import mpmath as mp
 import numpy as np
 import pytest
-from scipy import stats
+from scipy import optimize, stats
 
 import jaxpuffer as jp
 from jaxpuffer.leakage import MultivariateGaussianMixture as MGM
@@ -126,3 +126,68 @@ def test_mixture_conversion_sampling_and_bad_input():
         MGM([1.0], [[float("nan")]], [[[1.0]]])
     with pytest.raises(ValueError, match="d = 1"):
         diag.to_1d()
+
+
+def _random_mixture(rng, d):
+    k = int(rng.integers(1, 4))
+    a = rng.normal(size=(k, d, d))
+    covs = a @ np.swapaxes(a, -1, -2) / d + 0.3 * np.eye(d)
+    return MGM(rng.dirichlet(np.ones(k)), rng.normal(0, 2, (k, d)), covs)
+
+
+def test_variational_bracket_contains_the_reference():
+    from jaxpuffer.leakage import bounds
+
+    rng = np.random.default_rng(4)
+    for _ in range(25):  # d = 1 against quadrature
+        p, q = _random_mixture(rng, 1), _random_mixture(rng, 1)
+        ref, err = references.kl_quadrature_1d(p, q)
+        assert float(bounds.kl_lower(p, q)) <= ref + 10 * err + 1e-12
+        assert ref - 10 * err - 1e-12 <= float(bounds.kl_upper(p, q))
+    for d in (2, 5):  # against Monte Carlo's 99.9% interval
+        p, q = _random_mixture(rng, d), _random_mixture(rng, d)
+        mean, se = references.kl_monte_carlo(KEY, p, q, 200_000)
+        assert float(bounds.kl_lower(p, q)) <= float(mean) + 3.29 * float(se)
+        assert float(mean) - 3.29 * float(se) <= float(bounds.kl_upper(p, q))
+    # one component each: the upper bound is the closed form
+    p, q = MGM([1.0], [[0.0, 1.0]], [np.eye(2)]), MGM([1.0], [[1.0, 0.0]], [2 * np.eye(2)])
+    closed = float(references.kl_gaussians(p.means[0], p.covs[0], q.means[0], q.covs[0]))
+    assert float(bounds.kl_upper(p, q)) == pytest.approx(closed, rel=1e-12)
+
+
+def test_masking_keeps_valid_mixtures_under_extreme_noise():
+    from jaxpuffer.leakage import masking
+
+    p = MGM([0.3, 0.7], [[-1.0, 0.0], [2.0, 1.0]], [0.5 * np.eye(2), [[1.5, 0.3], [0.3, 1.0]]])
+    for etas, rounds in (((0.1, 0.2, 0.1), 1), ((10.0, 100.0, 100.0), 3)):
+        masked = masking.mask(KEY, p, *etas, draws=10_000, rounds=rounds)
+        w, c = np.asarray(masked.weights), np.asarray(masked.covs)
+        assert np.all(w >= 0) and np.allclose(w.sum(axis=-1), 1.0, atol=1e-14)
+        assert np.all(c == np.swapaxes(c, -1, -2)) and np.all(np.linalg.eigvalsh(c) > 0)
+        np.linalg.cholesky(c)  # raises if any masked covariance is not positive definite
+    # one round, small noise: the mean's perturbation has covariance η_μ² Σ_i (Monte Carlo, 5%)
+    masked = masking.mask(KEY, p, 0.1, 0.2, 0.1, draws=10_000)
+    shift = np.asarray(masked.means - p.means)[:, 1, :] / 0.2
+    np.testing.assert_allclose(np.cov(shift.T), np.asarray(p.covs[1]), rtol=0.05, atol=0.02)
+    with pytest.raises(ValueError, match="eta_mu"):
+        masking.mask(KEY, p, 0.1, -1.0, 0.1)
+    with pytest.raises(ValueError, match="no batch shape"):
+        masking.mask(KEY, masked, 0.1, 0.1, 0.1)
+
+
+def test_renyi_divergence_and_its_dp_conversion():
+    p1, q1 = MGM([1.0], [[0.3]], [[[0.7]]]), MGM([1.0], [[-0.4]], [[[1.9]]])
+    for alpha in (1.5, 2.0, 4.0):
+        closed = float(references.renyi_gaussians(alpha, p1.means[0], p1.covs[0], q1.means[0], q1.covs[0]))
+        assert closed == pytest.approx(references.renyi_quadrature_1d(alpha, p1, q1)[0], rel=1e-10)
+    # S_α not positive definite: the integral diverges
+    assert float(references.renyi_gaussians(4.0, 0.0 * p1.means[0], 2.0 * np.eye(1), p1.means[0] * 0, np.eye(1))) == np.inf
+    # Mironov's conversion is an upper bound on the exact ε: the Gaussian mechanism (Δ = 1, σ = 2)
+    # has D_α = α/(2σ²); the best converted ε stays above the exact ε from dp_accounting's δ(ε)
+    from dp_accounting.pld import privacy_loss_mechanism as plm
+
+    delta, sigma = 1e-6, 2.0
+    converted = min(references.renyi_to_dp(a, a / (2 * sigma**2), delta) for a in np.linspace(1.1, 60, 600))
+    loss = plm.GaussianPrivacyLoss(sigma, sensitivity=1.0)
+    exact = optimize.brentq(lambda e: loss.get_delta_for_epsilon(e) - delta, 0.0, 20.0, xtol=1e-12)
+    assert converted >= exact and converted < 1.5 * exact

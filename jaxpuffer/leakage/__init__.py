@@ -2,15 +2,18 @@
 Wu; MATH.md §10), one module per concern:
 
 * :mod:`.mixtures` — d-dimensional Gaussian mixtures (:class:`MultivariateGaussianMixture`);
+* :mod:`.masking` — the masking mechanism (Algorithm 1), batched over keys;
 * :mod:`.moments` — the closed-form moments E_P[R^k] (Lemma 3.1, eqs. (12)–(13));
 * :mod:`.series` — the Taylor and Legendre series for entropy, cross-entropy and KL (eqs. (14)–(17),
   Theorem 4.2) with the errata corrected and their float64 rounding bounded;
-* :mod:`.references` — the Gaussian closed form, 1-D quadrature, Monte Carlo with an interval.
+* :mod:`.bounds` — certified lower and upper bounds on KL (Hershey & Olsen; Durrieu et al.), any d;
+* :mod:`.references` — KL and Rényi closed forms for Gaussians, 1-D quadrature, Monte Carlo with an
+  interval, and the Rényi → (ε, δ) conversion.
 
-Not yet here (issue 14): the masking mechanism (Algorithm 1), EM in d dimensions, mutual
-information and Rényi leakage, the variational bounds, calibration to a leakage target.
+Not yet here (issue 14): EM in d dimensions, dist_GMM (eq. (3)), mutual information, Theorem 4.3's
+check, calibration to a leakage target, the real-data example and its benchmark.
 """
-from . import moments, references, series  # noqa: F401
+from . import bounds, masking, moments, references, series  # noqa: F401
 from .mixtures import MultivariateGaussianMixture  # noqa: F401
 
-__all__ = ["MultivariateGaussianMixture", "moments", "references", "series"]
+__all__ = ["MultivariateGaussianMixture", "bounds", "masking", "moments", "references", "series"]

@@ -72,3 +72,34 @@ def kl_monte_carlo(key, p, q, draws: int = 1_000_000):
     x = p.sample(key, draws)
     diff = p.log_density(x) - q.log_density(x)
     return jnp.mean(diff, axis=0), jnp.std(diff, axis=0) / math.sqrt(draws)
+
+
+def renyi_gaussians(alpha, mean_p, cov_p, mean_q, cov_q):
+    """The Rényi divergence of order α > 1 between N(m_p, S_p) and N(m_q, S_q):
+    D_α = (α/2) Δᵀ S_α⁻¹ Δ − log(|S_α| / (|S_p|^{1−α} |S_q|^α)) / (2(α − 1)), S_α = α S_q + (1 − α) S_p,
+    Δ = m_p − m_q; +inf where S_α is not positive definite (the integral diverges)."""
+    mean_p, mean_q = jnp.asarray(mean_p, jnp.float64), jnp.asarray(mean_q, jnp.float64)
+    cov_p, cov_q = jnp.asarray(cov_p, jnp.float64), jnp.asarray(cov_q, jnp.float64)
+    s_a = alpha * cov_q + (1.0 - alpha) * cov_p
+    sign, log_det = jnp.linalg.slogdet(s_a)
+    pd = (sign > 0) & jnp.all(jnp.linalg.eigvalsh(s_a) > 0, axis=-1)
+    diff = mean_p - mean_q
+    maha = jnp.sum(diff * jnp.linalg.solve(s_a, diff[..., None])[..., 0], axis=-1)
+    value = 0.5 * alpha * maha - (log_det - (1.0 - alpha) * jnp.linalg.slogdet(cov_p)[1] - alpha * jnp.linalg.slogdet(cov_q)[1]) / (2.0 * (alpha - 1.0))
+    return jnp.where(pd, value, jnp.inf)
+
+
+def renyi_quadrature_1d(alpha, p, q):
+    """D_α(P‖Q) = log(∫ P^α Q^{1−α})/(α − 1) for 1-D mixtures by adaptive quadrature; (value, error
+    estimate of the integral, relative)."""
+    wp, mp_, sp = _one_dim(p)
+    wq, mq, sq = _one_dim(q)
+    f = lambda x: math.exp(alpha * _log_pdf_1d(x, wp, mp_, sp) + (1.0 - alpha) * _log_pdf_1d(x, wq, mq, sq))  # noqa: E731
+    integral, err = _quad_1d(f, np.concatenate([wp, wq]), np.concatenate([mp_, mq]), np.concatenate([sp, sq]))
+    return math.log(integral) / (alpha - 1.0), err / integral
+
+
+def renyi_to_dp(alpha, renyi, delta):
+    """(ε, δ)-DP from a Rényi divergence bound D_α ≤ ρ (Mironov 2017, Proposition 3):
+    ε = ρ + log(1/δ)/(α − 1) — to compare a Rényi leakage with the hockey-stick calibrations."""
+    return renyi + math.log(1.0 / delta) / (alpha - 1.0) if not hasattr(renyi, "shape") else renyi + jnp.log(1.0 / delta) / (alpha - 1.0)
