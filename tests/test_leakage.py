@@ -149,6 +149,11 @@ def test_variational_bracket_contains_the_reference():
         mean, se = references.kl_monte_carlo(KEY, p, q, 200_000)
         assert float(bounds.kl_lower(p, q)) <= float(mean) + 3.29 * float(se)
         assert float(mean) - 3.29 * float(se) <= float(bounds.kl_upper(p, q))
+    # zero-weight components (as masking leaves them) change neither bound
+    padded_p = MGM([0.3, 0.7, 0.0], [[-1.0], [2.0], [5.0]], [[[0.5]], [[1.5]], [[1.0]]])
+    padded_q = MGM([0.4, 0.0, 0.6], [[-0.5], [9.0], [2.5]], [[[0.8]], [[2.0]], [[1.2]]])
+    assert float(bounds.kl_upper(padded_p, padded_q)) == pytest.approx(float(bounds.kl_upper(P, Q)), rel=1e-12)
+    assert float(bounds.kl_lower(padded_p, padded_q)) == pytest.approx(float(bounds.kl_lower(P, Q)), abs=1e-12)
     # one component each: the upper bound is the closed form
     p, q = MGM([1.0], [[0.0, 1.0]], [np.eye(2)]), MGM([1.0], [[1.0, 0.0]], [2 * np.eye(2)])
     closed = float(references.kl_gaussians(p.means[0], p.covs[0], q.means[0], q.covs[0]))

@@ -54,14 +54,20 @@ def kl_lower(p, q):
 def kl_upper(p, q, steps: int = _UPPER_STEPS):
     """The variational upper bound on KL(P‖Q) after ``steps`` fixed-point updates (one pair)."""
     dist = _pairwise_kl(p, q)
+    live_p, live_q = (p.weights > 0)[:, None], (q.weights > 0)[None, :]  # zero-weight components carry no plan
+    live = live_p & live_q
     log_pi, log_om = jnp.log(p.weights)[:, None], jnp.log(q.weights)[None, :]
-    log_psi = log_pi + log_om  # ψ = π ω: a feasible start (columns sum to ω)
+    lse = jax.scipy.special.logsumexp
 
-    def step(_, log_psi):
-        log_phi = log_pi + log_psi - dist - jax.scipy.special.logsumexp(log_psi - dist, axis=1, keepdims=True)
-        return log_om + log_phi - jax.scipy.special.logsumexp(log_phi, axis=0, keepdims=True)
+    def plan(log_psi):  # φ_ab = π_a ψ_ab e^{−D_ab} / Σ_b' ψ_ab' e^{−D_ab'}
+        scores = jnp.where(live, log_psi - dist, -jnp.inf)
+        return jnp.where(live, log_pi + scores - lse(scores, axis=1, keepdims=True), -jnp.inf)
 
-    log_psi = jax.lax.fori_loop(0, steps, step, log_psi)
-    log_phi = log_pi + log_psi - dist - jax.scipy.special.logsumexp(log_psi - dist, axis=1, keepdims=True)
-    phi = jnp.exp(log_phi)
-    return jnp.sum(jnp.where(phi > 0, phi * (log_phi - log_psi + dist), 0.0))
+    def step(_, log_psi):  # ψ_ab = ω_b φ_ab / Σ_a' φ_a'b
+        log_phi = plan(log_psi)
+        return jnp.where(live, log_om + log_phi - lse(log_phi, axis=0, keepdims=True), -jnp.inf)
+
+    log_psi = jax.lax.fori_loop(0, steps, step, jnp.where(live, log_pi + log_om, -jnp.inf))  # ψ = πω: feasible
+    log_phi = plan(log_psi)
+    terms = jnp.where(live, jnp.exp(log_phi) * (log_phi - jnp.where(live, log_psi, 0.0) + dist), 0.0)
+    return jnp.sum(terms)

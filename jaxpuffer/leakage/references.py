@@ -34,7 +34,8 @@ def _one_dim(mixture: MultivariateGaussianMixture):
 
 def _log_pdf_1d(x, w, m, s):
     z = (x - m) / s
-    return np.logaddexp.reduce(np.log(w) - 0.5 * z * z - np.log(s) - 0.5 * math.log(2 * math.pi))
+    with np.errstate(divide="ignore"):  # a zero weight: log 0 = −inf, dropped by the log-sum-exp
+        return np.logaddexp.reduce(np.log(w) - 0.5 * z * z - np.log(s) - 0.5 * math.log(2 * math.pi))
 
 
 def _quad_1d(f, w, m, s):
