@@ -196,3 +196,32 @@ def test_renyi_divergence_and_its_dp_conversion():
     loss = plm.GaussianPrivacyLoss(sigma, sensitivity=1.0)
     exact = optimize.brentq(lambda e: loss.get_delta_for_epsilon(e) - delta, 0.0, 20.0, xtol=1e-12)
     assert converted >= exact and converted < 1.5 * exact
+
+
+def test_noise_for_a_kl_target_is_safe():
+    from jaxpuffer.leakage import bounds
+    from jaxpuffer.leakage.calibration import noise_for_kl
+
+    def noisy(m, s):
+        return MGM(m.weights, m.means, np.asarray(m.covs) + s**2 * np.eye(m.dim))
+
+    for target in (0.01, 1e-4):
+        exact = noise_for_kl(P, Q, target, method="quadrature")
+        assert references.kl_quadrature_1d(noisy(P, exact), noisy(Q, exact))[0] <= target
+        assert references.kl_quadrature_1d(noisy(P, exact * (1 - 1e-6)), noisy(Q, exact * (1 - 1e-6)))[0] > target
+        certified = float(noise_for_kl(P, Q, target))
+        assert certified >= exact  # the bound is an upper bound on KL: never less noise than needed
+        assert float(bounds.kl_upper(noisy(P, certified), noisy(Q, certified))) <= target
+        assert float(bounds.kl_upper(noisy(P, certified * (1 - 1e-9)), noisy(Q, certified * (1 - 1e-9)))) > target
+    assert noise_for_kl(P, Q, 1.0, method="quadrature") == 0.0 and float(noise_for_kl(P, Q, 1.0)) == 0.0
+    # batched over pairs with vmap (d = 2), each equal to its single call
+    rng = np.random.default_rng(9)
+    ps = [MGM(rng.dirichlet([1, 1]), rng.normal(size=(2, 2)), np.array([np.eye(2), 2 * np.eye(2)])) for _ in range(3)]
+    qs = [MGM(rng.dirichlet([1, 1]), rng.normal(size=(2, 2)), np.array([np.eye(2), 0.5 * np.eye(2)])) for _ in range(3)]
+    stack = lambda ms: jax.tree_util.tree_map(lambda *a: jnp.stack(a), *ms)  # noqa: E731
+    batched = jax.vmap(lambda a, b: noise_for_kl(a, b, 0.05))(stack(ps), stack(qs))
+    np.testing.assert_allclose(batched, [float(noise_for_kl(a, b, 0.05)) for a, b in zip(ps, qs)], rtol=1e-12)
+    with pytest.raises(ValueError, match="target"):
+        noise_for_kl(P, Q, 0.0)
+    with pytest.raises(ValueError, match="d = 1"):
+        noise_for_kl(ps[0], qs[0], 0.1, method="quadrature")

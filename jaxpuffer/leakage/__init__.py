@@ -7,13 +7,16 @@ Wu; MATH.md §10), one module per concern:
 * :mod:`.series` — the Taylor and Legendre series for entropy, cross-entropy and KL (eqs. (14)–(17),
   Theorem 4.2) with the errata corrected and their float64 rounding bounded;
 * :mod:`.bounds` — certified lower and upper bounds on KL (Hershey & Olsen; Durrieu et al.), any d;
+* :mod:`.calibration` — the smallest Gaussian noise σ for a KL target (certified by the bound, or by
+  quadrature in 1-D);
 * :mod:`.references` — KL and Rényi closed forms for Gaussians, 1-D quadrature, Monte Carlo with an
   interval, and the Rényi → (ε, δ) conversion.
 
 Not yet here (issue 14): EM in d dimensions, dist_GMM (eq. (3)), mutual information, Theorem 4.3's
-check, calibration to a leakage target, the real-data example and its benchmark.
+check, calibration of the masking noise itself (Algorithm 1 is random) and to MI or Rényi targets,
+the real-data example and its benchmark.
 """
-from . import bounds, masking, moments, references, series  # noqa: F401
+from . import bounds, calibration, masking, moments, references, series  # noqa: F401
 from .mixtures import MultivariateGaussianMixture  # noqa: F401
 
-__all__ = ["MultivariateGaussianMixture", "bounds", "masking", "moments", "references", "series"]
+__all__ = ["MultivariateGaussianMixture", "bounds", "calibration", "masking", "moments", "references", "series"]
