@@ -102,7 +102,8 @@ def truncated_log_density(x, s, b, p, lower, upper):
 def discard_log_ratio_excess(s, s_prime, b, p, lower, upper):
     """log A(s') − log A(s), summed over coordinates: what "draw GG, discard out-of-box draws" adds
     to the plain GG log-ratio log f(s*|s) − log f(s*|s'). It is not 0 when s ≠ s' — discarding
-    is the truncated mechanism, whose b must carry eq. (8)'s factor 2 (GG paper, Section 2.4)."""
+    is the truncated mechanism, and the plain mechanism's b does not carry over to it (GG paper,
+    Section 2.4; the Laplace mechanism reaches 1.48 ε after discarding: the module docstring)."""
     return jnp.sum(log_truncation_mass(s_prime, b, p, lower, upper) - log_truncation_mass(s, b, p, lower, upper), axis=-1)
 
 
