@@ -26,7 +26,7 @@ from .couplings import ComponentPlan, TransportPlan, gmm_coupling, plan_sensitiv
 from .losses import delta_coupling, delta_exact, delta_indicator, delta_probabilistic, delta_theorem  # noqa: E402
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
-from .fitting import GMMFit, fit_gmm, priors_from_table  # noqa: E402
+from .fitting import GMMFit, MultivariateGMMFit, fit_gmm, fit_gmm_nd, priors_from_table  # noqa: E402
 from . import data, leakage, mechanisms, noise  # noqa: E402
 
 __all__ = [
@@ -48,6 +48,8 @@ __all__ = [
     "mechanisms",
     "noise",
     "fit_gmm",
+    "fit_gmm_nd",
+    "MultivariateGMMFit",
     "priors_from_table",
     "ComponentPlan",
     "gmm_coupling",

@@ -172,3 +172,81 @@ def priors_from_table(values, secrets, n_components: int, *, key, **fit_options)
         x[g, : rows.size], w[g, : rows.size] = rows, 1.0
         x[g, rows.size:] = rows[0]
     return labels, fit_gmm(x, n_components, key=key, sample_weights=w, **fit_options)
+
+
+class MultivariateGMMFit(NamedTuple):
+    """Result of :func:`fit_gmm_nd`: the fitted ``mixture`` (a
+    :class:`jaxpuffer.leakage.MultivariateGaussianMixture`), the mean log-likelihood per sample,
+    whether EM converged within ``max_iter``, and the iterations run."""
+
+    mixture: object
+    log_likelihood: jax.Array
+    converged: jax.Array
+    iterations: jax.Array
+
+
+def _log_joint_nd(x, alpha, mu, cov):
+    """log α_m + log N(x_n; μ_m, Σ_m), shape (n, k), by Cholesky factors."""
+    chol = jnp.linalg.cholesky(cov)
+    z = jax.scipy.linalg.solve_triangular(chol[None], (x[:, None, :] - mu[None])[..., None], lower=True)[..., 0]
+    log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    return jnp.log(alpha) - 0.5 * (x.shape[-1] * _LOG_2PI + log_det + jnp.sum(z * z, axis=-1))
+
+
+@partial(jax.jit, static_argnames=("k", "max_iter"))
+def _fit_nd(key, x, k, reg_covar, tol, max_iter):
+    n, d = x.shape
+    # k-means++ centres (D² sampling, squared Euclidean distance)
+    keys = jax.random.split(key, k)
+    centres = jnp.broadcast_to(x[jax.random.choice(keys[0], n)], (k, d))
+
+    def pick(m, centres):
+        d2 = jnp.min(jnp.where(jnp.arange(k)[None, :] < m, jnp.sum((x[:, None, :] - centres[None]) ** 2, axis=-1), jnp.inf), axis=1)
+        total = jnp.sum(d2)
+        p = jnp.where(total > 0, d2 / jnp.where(total > 0, total, 1.0), 1.0 / n)
+        return centres.at[m].set(x[jax.random.choice(keys[m], n, p=p)])
+
+    mu = jax.lax.fori_loop(1, k, pick, centres)
+    cov0 = jnp.cov(x.T).reshape(d, d) + reg_covar * jnp.eye(d)
+    state0 = (jnp.full(k, 1.0 / k), mu, jnp.broadcast_to(cov0, (k, d, d)))
+
+    def loglik(alpha, mu, cov):
+        return jnp.mean(logsumexp(_log_joint_nd(x, alpha, mu, cov), axis=1))
+
+    def step(state):
+        (alpha, mu, cov), ll, _, it = state
+        joint = _log_joint_nd(x, alpha, mu, cov)
+        resp = jnp.exp(joint - logsumexp(joint, axis=1, keepdims=True))
+        nk = jnp.sum(resp, axis=0)
+        alive = nk > 1e-12 * n
+        nk_safe = jnp.where(alive, nk, 1.0)
+        mu_new = jnp.where(alive[:, None], resp.T @ x / nk_safe[:, None], mu)
+        diff = x[None] - mu_new[:, None, :]  # (k, n, d)
+        cov_new = jnp.einsum("nk,kni,knj->kij", resp, diff, diff) / nk_safe[:, None, None] + reg_covar * jnp.eye(d)
+        cov_new = jnp.where(alive[:, None, None], 0.5 * (cov_new + jnp.swapaxes(cov_new, -1, -2)), cov)
+        alpha_new = jnp.maximum(nk / n, 1e-300)
+        ll_new = loglik(alpha_new, mu_new, cov_new)
+        return (alpha_new, mu_new, cov_new), ll_new, jnp.abs(ll_new - ll) <= tol, it + 1
+
+    start = (state0, loglik(*state0), jnp.array(False), jnp.array(0))
+    (alpha, mu, cov), ll, converged, it = jax.lax.while_loop(lambda s: (~s[2]) & (s[3] < max_iter), step, start)
+    order = jnp.argsort(mu[:, 0])  # components sorted by their first coordinate's mean
+    return alpha[order], mu[order], cov[order], ll, converged, it
+
+
+def fit_gmm_nd(x, n_components: int, *, key, reg_covar: float = 1e-6, tol: float = 1e-10, max_iter: int = 1000) -> MultivariateGMMFit:
+    """Fit a d-dimensional Gaussian mixture with full covariances to ``x`` (n, d) by EM (the
+    GMM-masking paper's setting, issue 14): k-means++ centres, then EM; ``reg_covar`` is added to
+    every covariance's diagonal (scikit-learn's ``reg_covar``); stop when the mean log-likelihood
+    changes by ≤ tol. Components sorted by the first coordinate of their means."""
+    from .leakage.mixtures import MultivariateGaussianMixture
+
+    x = _validate.float_array("x", x)
+    if x.ndim != 2 or x.shape[0] == 0:
+        raise ValueError(f"x must have shape (n, d) with n ≥ 1; got shape {x.shape}")
+    if not isinstance(n_components, int) or not 1 <= n_components <= x.shape[0]:
+        raise ValueError(f"n_components must be an integer in [1, n]; got {n_components!r}")
+    if not (isinstance(reg_covar, float) and reg_covar > 0):
+        raise ValueError(f"reg_covar must be a positive float; got {reg_covar!r}")
+    alpha, mu, cov, ll, conv, it = _fit_nd(key, x, n_components, reg_covar, tol, max_iter)
+    return MultivariateGMMFit(MultivariateGaussianMixture(alpha, mu, cov), ll, conv, it)

@@ -225,3 +225,20 @@ def test_noise_for_a_kl_target_is_safe():
         noise_for_kl(P, Q, 0.0)
     with pytest.raises(ValueError, match="d = 1"):
         noise_for_kl(ps[0], qs[0], 0.1, method="quadrature")
+
+
+def test_em_in_two_dimensions_matches_scikit_learn():
+    from sklearn.mixture import GaussianMixture
+
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.multivariate_normal([0, 0], [[1, 0.5], [0.5, 1]], 600), rng.multivariate_normal([4, 1], [[0.5, 0], [0, 2]], 400)])
+    fit = jp.fit_gmm_nd(x, 2, key=KEY)
+    sk = GaussianMixture(2, covariance_type="full", reg_covar=1e-6, tol=1e-10, max_iter=1000, random_state=0).fit(x)
+    order = np.argsort(sk.means_[:, 0])
+    assert bool(fit.converged)
+    assert float(fit.log_likelihood) >= sk.score(x) - 1e-9
+    np.testing.assert_allclose(fit.mixture.weights, sk.weights_[order], atol=1e-5)
+    np.testing.assert_allclose(fit.mixture.means, sk.means_[order], atol=1e-5)
+    np.testing.assert_allclose(fit.mixture.covs, sk.covariances_[order], atol=1e-5)
+    with pytest.raises(ValueError, match="x must have shape"):
+        jp.fit_gmm_nd(x[:, 0], 2, key=KEY)
