@@ -82,3 +82,10 @@ def test_gg_mechanism_figures(tmp_path, capsys, monkeypatch):
     assert "exact (ε, δ)-DP b at ε = 1, δ = 0.01 for p = 2, 3, 4: 2.672" in out  # p = 2: the analytic Gaussian mechanism
     for k in range(1, 7):
         assert (tmp_path / f"gg_figure{k}.png").stat().st_size > 10_000
+
+
+def test_gmm_masking_on_the_real_file(tmp_path, datasets_dir, capsys, monkeypatch):
+    out = run_example_here("gmm_masking.py", tmp_path, capsys, monkeypatch, "--data", str(datasets_dir / "adult.data"), "--masks", "4")
+    assert "1-D: education-num, 'White' rows (27816)" in out
+    assert "KL without noise 0.2331" in out  # Black vs Asian-Pac-Islander, by quadrature
+    assert (tmp_path / "gmm_masking.png").stat().st_size > 10_000

@@ -12,9 +12,10 @@ Wu; MATH.md §10), one module per concern:
 * :mod:`.references` — KL and Rényi closed forms for Gaussians, 1-D quadrature, Monte Carlo with an
   interval, and the Rényi → (ε, δ) conversion.
 
-Not yet here (issue 14): EM in d dimensions, dist_GMM (eq. (3)), mutual information, Theorem 4.3's
+EM in d dimensions is :func:`jaxpuffer.fit_gmm_nd`; ``examples/gmm_masking.py`` runs it all on
+the Adult file. Not yet here (issue 14): dist_GMM (eq. (3)), mutual information, Theorem 4.3's
 check, calibration of the masking noise itself (Algorithm 1 is random) and to MI or Rényi targets,
-the real-data example and its benchmark.
+the leakage benchmark.
 """
 from . import bounds, calibration, masking, moments, references, series  # noqa: F401
 from .mixtures import MultivariateGaussianMixture  # noqa: F401
