@@ -46,6 +46,19 @@ def illinois(fun, a, c, fa, fc, steps):
     return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
 
 
+def bisect(right_of, lo, hi, steps: int):
+    """``steps`` halvings of the brackets [lo, hi] (elementwise): where ``right_of(mid)`` the answer
+    lies right of mid (lo moves), else left (hi moves). Returns the final (lo, hi)."""
+
+    def halve(_, state):
+        a, c = state
+        mid = 0.5 * (a + c)
+        go = right_of(mid)
+        return jnp.where(go, mid, a), jnp.where(go, c, mid)
+
+    return jax.lax.fori_loop(0, steps, halve, (lo, hi))
+
+
 def quadratic_start(a, fa, dfa, c, fc):
     """A first point for Newton in a bracket [a, c] (fa, fc of opposite signs) whose end ``a`` may
     sit at a near-tangent extremum: the zero inside the bracket of the quadratic with value and

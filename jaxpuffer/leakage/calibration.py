@@ -25,6 +25,7 @@ import math
 from scipy import optimize
 
 from .. import _validate
+from .._roots import bisect
 from .bounds import kl_upper
 from .mixtures import MultivariateGaussianMixture
 from .references import kl_quadrature_1d
@@ -41,15 +42,7 @@ def _noise_for_kl(p, q, target):
     spread = jnp.max(jnp.linalg.norm(p.means[:, None, :] - q.means[None, :, :], axis=-1))
     spread = jnp.maximum(spread, jnp.sqrt(jnp.max(jnp.concatenate([jnp.trace(p.covs, axis1=-2, axis2=-1), jnp.trace(q.covs, axis1=-2, axis2=-1)]))))
     bound = lambda log_sigma: kl_upper(_with_noise(p, jnp.exp(log_sigma)), _with_noise(q, jnp.exp(log_sigma)))  # noqa: E731
-    lo, hi = jnp.log(spread) - 30.0, jnp.log(spread) + 30.0
-
-    def halve(_, state):
-        a, c = state
-        mid = 0.5 * (a + c)
-        ok = bound(mid) <= target
-        return jnp.where(ok, a, mid), jnp.where(ok, mid, c)
-
-    _, c = jax.lax.fori_loop(0, _STEPS, halve, (lo, hi))
+    _, c = bisect(lambda mid: bound(mid) > target, jnp.log(spread) - 30.0, jnp.log(spread) + 30.0, _STEPS)
     no_noise = kl_upper(p, q) <= target
     found = bound(c) <= target  # (target carries a 1e-12 relative margin: see noise_for_kl)
     return jnp.where(no_noise, 0.0, jnp.where(found, jnp.exp(c), jnp.nan))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 
-import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammainc, gammaln
 
@@ -70,19 +69,6 @@ def shifted_power_gap(e, d, p):
     For integer p it is Σ_{j=1}^{p} C(p, j) e^{p−j} d^j, the sum in the GG paper's eqs (6), (8), (15)."""
     safe = jnp.where(e > 0, e, 1.0)
     return jnp.where(e > 0, safe**p * jnp.expm1(p * jnp.log1p(d / safe)), d**p)
-
-
-def bisect(right_of, lo, hi, steps: int):
-    """``steps`` halvings of the brackets [lo, hi] (elementwise): where ``right_of(mid)`` the answer
-    lies right of mid (lo moves), else left (hi moves). Returns the final (lo, hi)."""
-
-    def halve(_, state):
-        a, c = state
-        mid = 0.5 * (a + c)
-        go = right_of(mid)
-        return jnp.where(go, mid, a), jnp.where(go, c, mid)
-
-    return jax.lax.fori_loop(0, steps, halve, (lo, hi))
 
 
 def scaled_norm(magnitudes, order: float):

@@ -30,6 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate
+from .._roots import bisect
 from ..noise.kernels import _gg_gap, gg_shift_delta
 from . import _gg
 
@@ -65,7 +66,7 @@ def _calibrate_shift(eps, delta, sens, p: float):
     safe = jnp.where(sens > 0, sens, 1.0)
     delta_at = lambda log_b: gg_shift_delta(p, safe / jnp.exp(log_b), eps)  # noqa: E731
     lo = jnp.log(safe) + _LOG_SPAN_LO
-    _, c = _gg.bisect(lambda mid: delta_at(mid) > delta, lo, jnp.log(safe) + _LOG_SPAN_HI, _BISECT)
+    _, c = bisect(lambda mid: delta_at(mid) > delta, lo, jnp.log(safe) + _LOG_SPAN_HI, _BISECT)
     found = (delta_at(c) <= delta) & (delta_at(lo) > delta)  # else the target is out of the range
     return jnp.where(sens == 0, 0.0, jnp.where(found, jnp.exp(c), jnp.nan))
 
@@ -96,7 +97,7 @@ def _loss_survival(levels, d, p):
     [−R, R] (R past every level's crossing; flat stretches of L, as for p = 1, are handled)."""
     reach = jnp.full(levels.shape, 745.0 ** (1.0 / p) + d + 1.0)
     # L(mid) > ℓ: u lies right of mid
-    _, u = _gg.bisect(lambda mid: _gg_gap(mid, d, p) > levels, -reach, reach, _LOSS_BISECT)
+    _, u = bisect(lambda mid: _gg_gap(mid, d, p) > levels, -reach, reach, _LOSS_BISECT)
     # P(z < u): a left tail where u ≤ 0 (accurate to tiny masses), else 1 − its mirror
     return jnp.where(u <= 0, jnp.exp(_gg.log_tail(-u, p)), -jnp.expm1(_gg.log_tail(u, p)))
 

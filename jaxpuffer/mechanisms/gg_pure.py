@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate
-from .._roots import newton_in_bracket
+from .._roots import bisect, newton_in_bracket
 from . import _gg
 
 
@@ -215,6 +215,6 @@ def thresholding_scale(eps, coordinate_sensitivities, lower, upper, p):
 def _solve_thresholding(eps, width, sens, p):
     cost = lambda log_b: _thresholding_cost(jnp.exp(log_b), width, sens, p) - eps  # noqa: E731
     top = jnp.log(jnp.max(width, axis=-1)) + 80.0  # cost ≈ Δ/b · O(1) there: ≪ ε
-    _, c = _gg.bisect(lambda mid: cost(mid) > 0, top - 200.0, top, _BISECT_STEPS)
+    _, c = bisect(lambda mid: cost(mid) > 0, top - 200.0, top, _BISECT_STEPS)
     b = jnp.exp(c) * (1.0 + 1e-13)
     return jnp.where(jnp.all(sens == 0, axis=-1), 0.0, jnp.where(cost(jnp.log(b)) <= 0, b, jnp.nan))
