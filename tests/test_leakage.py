@@ -242,3 +242,28 @@ def test_em_in_two_dimensions_matches_scikit_learn():
     np.testing.assert_allclose(fit.mixture.covs, sk.covariances_[order], atol=1e-5)
     with pytest.raises(ValueError, match="x must have shape"):
         jp.fit_gmm_nd(x[:, 0], 2, key=KEY)
+
+
+def test_dist_gmm_and_gaussian_total_variation():
+    from jaxpuffer.leakage.distance import dist_gmm, tv_gaussians_1d
+
+    mp.mp.dps = 20
+    for m1, s1, m2, s2 in [(0, 1, 1, 1), (0, 1, 0, 2), (0.3, 0.7, -1, 1.9), (5, 0.1, -5, 3)]:
+        # ½∫|f − g| split at the crossings, found here by a scan and brentq on the log-ratio
+        gap = lambda x: stats.norm.logpdf(x, m1, s1) - stats.norm.logpdf(x, m2, s2)  # noqa: E731
+        grid = np.linspace(min(m1, m2) - 12 * max(s1, s2), max(m1, m2) + 12 * max(s1, s2), 20001)
+        values = gap(grid)
+        roots = [optimize.brentq(gap, a, b, xtol=1e-15) for a, b, u, v in zip(grid[:-1], grid[1:], values[:-1], values[1:]) if u * v <= 0]
+        f = lambda x: abs(mp.npdf(x, m1, s1) - mp.npdf(x, m2, s2)) / 2  # noqa: E731
+        ref = float(mp.quad(f, [-mp.inf, *sorted(set(roots + [m1, m2])), mp.inf]))
+        assert tv_gaussians_1d(m1, s1, m2, s2) == pytest.approx(ref, rel=1e-9, abs=1e-14)
+    assert tv_gaussians_1d(0.0, 1.0, 0.0, 1.0) == 0.0
+    # eq. (3): 0 for identical mixtures, blind to the components' order, and the best matching
+    assert dist_gmm(P, P) == 0.0
+    swapped = MGM(Q.weights[::-1], Q.means[::-1], Q.covs[::-1])
+    assert dist_gmm(P, swapped) == dist_gmm(P, Q)
+    straight = max(max(abs(0.3 - 0.4), tv_gaussians_1d(-1, math.sqrt(0.5), -0.5, math.sqrt(0.8))), max(abs(0.7 - 0.6), tv_gaussians_1d(2, math.sqrt(1.5), 2.5, math.sqrt(1.2))))
+    crossed = max(max(abs(0.3 - 0.6), tv_gaussians_1d(-1, math.sqrt(0.5), 2.5, math.sqrt(1.2))), max(abs(0.7 - 0.4), tv_gaussians_1d(2, math.sqrt(1.5), -0.5, math.sqrt(0.8))))
+    assert dist_gmm(P, Q) == pytest.approx(min(straight, crossed), rel=1e-14)
+    with pytest.raises(ValueError, match="same number of components"):
+        dist_gmm(P, MGM([1.0], [[0.0]], [[[1.0]]]))
