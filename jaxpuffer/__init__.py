@@ -27,7 +27,18 @@ from .losses import delta_coupling, delta_exact, delta_indicator, delta_probabil
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
 from .fitting import GMMFit, MultivariateGMMFit, fit_gmm, fit_gmm_nd, priors_from_table  # noqa: E402
-from . import data, leakage, mechanisms, noise  # noqa: E402
+from . import data, noise  # noqa: E402
+
+_LAZY = ("leakage", "mechanisms")  # the two papers' toolkits: imported on first use (they pull in
+# scipy.integrate and scipy.optimize, ~0.35 s that a calibration does not need)
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'jaxpuffer' has no attribute {name!r}")
 
 __all__ = [
     "Calibration",
