@@ -6,10 +6,10 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
-from jax.scipy.special import gammainc, gammaln
+from jax.scipy.special import gammainc
 
 from .. import _validate
-from ..noise.kernels import log_gammaincc
+from ..noise.kernels import GeneralizedGaussian
 
 LOG_HALF = math.log(0.5)
 
@@ -34,8 +34,8 @@ def sensitivities(value, name: str = "sensitivities"):
 
 
 def log_tail(t, p):
-    """log P(Z > t) for Z ~ GG(0, 1, p), t ≥ 0: log(½ Q(1/p, t^p))."""
-    return LOG_HALF + log_gammaincc(1.0 / p, t**p)
+    """log P(Z > t) for Z ~ GG(0, 1, p), t ≥ 0: log(½ Q(1/p, t^p)) (the noise kernel's)."""
+    return GeneralizedGaussian(p).log_sf(t, 1.0)
 
 
 def log_core(t, p):
@@ -60,8 +60,9 @@ def log_interval_mass(lo, hi, p):
 
 
 def log_gg_density(z, p):
-    """log of the GG(0, 1, p) density p/(2Γ(1/p)) e^{−|z|^p} (GG paper eq. (2), corrected: MATH.md §9)."""
-    return jnp.log(p) - math.log(2.0) - gammaln(1.0 / p) - jnp.abs(z) ** p
+    """log of the GG(0, 1, p) density p/(2Γ(1/p)) e^{−|z|^p} (GG paper eq. (2), corrected: MATH.md §9;
+    the noise kernel's)."""
+    return GeneralizedGaussian(p).log_density(z, 1.0)
 
 
 def shifted_power_gap(e, d, p):

@@ -79,9 +79,7 @@ def variance_ratio_gaussian_to_laplace(eps, delta):
     """Var(Lemma 10's Gaussian) / Var(Laplace, b = Δ/ε) = (√(z² + 2ε) − z)²/8, z = Φ⁻¹(δ/2)
     (independent of Δ): > 1 for every ε exactly when δ < 2Φ(−√2) (Lemma 11)."""
     eps = _validate.epsilon(eps)
-    delta = _validate.delta(delta)
-    z = ndtri(delta / 2.0)
-    return (jnp.sqrt(z**2 + 2.0 * eps) - z) ** 2 / 8.0
+    return (lemma10_scale(eps, delta, 1.0) * eps) ** 2 / 4.0  # σ² ε²/(2Δ²) with σ = b/√2
 
 
 # Newton steps per draw: the root lies in [v₀/p, v₀] (g(v₀) ≤ pT, g(v₀/p) ≤ T) and Newton from the

@@ -33,6 +33,7 @@ import jax.numpy as jnp
 
 from .. import _validate
 from .._roots import bisect, newton_in_bracket
+from ..noise.kernels import log_gammaincc
 from . import _gg
 
 
@@ -128,12 +129,12 @@ def _truncated_draw(key, s, b, p, lo, hi):
     core = t_lo == 0
     x_lo, x_hi = t_lo**p, t_hi**p
     log_p_hi = jnp.log(jax.scipy.special.gammainc(a, x_hi))
-    log_q_lo, log_q_hi = _gg.log_gammaincc(a, x_lo), _gg.log_gammaincc(a, x_hi)
+    log_q_lo, log_q_hi = log_gammaincc(a, x_lo), log_gammaincc(a, x_hi)
     target = jnp.where(core, jnp.log(u) + log_p_hi, log_q_lo + jnp.log1p(-u * -jnp.expm1(log_q_hi - log_q_lo)))
 
     def fun_and_slope(y):  # in y = log X: increasing in both cases
         x = jnp.exp(y)
-        log_p, log_q = jnp.log(jax.scipy.special.gammainc(a, x)), _gg.log_gammaincc(a, x)
+        log_p, log_q = jnp.log(jax.scipy.special.gammainc(a, x)), log_gammaincc(a, x)
         f = jnp.where(core, log_p - target, target - log_q)
         log_kernel = a * y - x - jax.scipy.special.gammaln(a)  # x · x^{a−1} e^{−x} / Γ(a)
         return f, jnp.exp(log_kernel - jnp.where(core, log_p, log_q))
