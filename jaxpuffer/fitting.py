@@ -186,11 +186,10 @@ class MultivariateGMMFit(NamedTuple):
 
 
 def _log_joint_nd(x, alpha, mu, cov):
-    """log α_m + log N(x_n; μ_m, Σ_m), shape (n, k), by Cholesky factors."""
-    chol = jnp.linalg.cholesky(cov)
-    z = jax.scipy.linalg.solve_triangular(chol[None], (x[:, None, :] - mu[None])[..., None], lower=True)[..., 0]
-    log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
-    return jnp.log(alpha) - 0.5 * (x.shape[-1] * _LOG_2PI + log_det + jnp.sum(z * z, axis=-1))
+    """log α_m + log N(x_n; μ_m, Σ_m), shape (n, k)."""
+    from .leakage.mixtures import component_log_densities
+
+    return jnp.log(alpha) + component_log_densities(x[:, None, :], mu, cov)
 
 
 @partial(jax.jit, static_argnames=("k", "max_iter"))

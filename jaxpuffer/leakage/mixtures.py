@@ -74,11 +74,7 @@ class MultivariateGaussianMixture:
 
     def log_density(self, x):
         """log P(x) for points x of shape (..., d), broadcast against the batch shape."""
-        chol = jnp.linalg.cholesky(self.covs)
-        diff = jnp.asarray(x, jnp.float64)[..., None, :] - self.means
-        z = jax.scipy.linalg.solve_triangular(chol, diff[..., None], lower=True)[..., 0]
-        log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
-        each = -0.5 * (self.dim * math.log(2 * math.pi) + log_det + jnp.sum(z * z, axis=-1))
+        each = component_log_densities(jnp.asarray(x, jnp.float64)[..., None, :], self.means, self.covs)
         return jax.scipy.special.logsumexp(each, b=self.weights, axis=-1)
 
     def sample(self, key, n: int):
@@ -105,6 +101,15 @@ class MultivariateGaussianMixture:
 
     def __repr__(self):
         return f"MultivariateGaussianMixture(batch_shape={self.batch_shape}, K={self.components}, d={self.dim})"
+
+
+def component_log_densities(x, means, covs):
+    """log N(x | μ_m, Σ_m) by Cholesky factors; x (..., K, d) broadcast against means (..., K, d)
+    and covs (..., K, d, d); returns (..., K)."""
+    chol = jnp.linalg.cholesky(covs)
+    z = jax.scipy.linalg.solve_triangular(chol, (x - means)[..., None], lower=True)[..., 0]
+    log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    return -0.5 * (means.shape[-1] * math.log(2 * math.pi) + log_det + jnp.sum(z * z, axis=-1))
 
 
 def _positive_definite(host) -> bool:
