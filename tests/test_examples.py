@@ -85,7 +85,9 @@ def test_gg_mechanism_figures(tmp_path, capsys, monkeypatch):
 
 
 def test_gmm_masking_on_the_real_file(tmp_path, datasets_dir, capsys, monkeypatch):
-    out = run_example_here("gmm_masking.py", tmp_path, capsys, monkeypatch, "--data", str(datasets_dir / "adult.data"), "--masks", "4")
+    out = run_example_here("gmm_masking.py", tmp_path, capsys, monkeypatch, "--data", str(datasets_dir / "adult.data"), "--masks", "4",
+                           "--hungarian", str(datasets_dir / "processed.hungarian.data"))
     assert "1-D: education-num, 'White' rows (27816)" in out
     assert "KL without noise 0.2331" in out  # Black vs Asian-Pac-Islander, by quadrature
+    assert "(73 female, 197 male)" in out and "I(S; Y), π = 0.750" in out
     assert (tmp_path / "gmm_masking.png").stat().st_size > 10_000

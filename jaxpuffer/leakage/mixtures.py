@@ -78,14 +78,19 @@ class MultivariateGaussianMixture:
         return jax.scipy.special.logsumexp(each, b=self.weights, axis=-1)
 
     def sample(self, key, n: int):
-        """n draws per mixture of the batch: shape (n, *batch_shape, d)."""
+        """n draws per mixture of the batch: shape (n, *batch_shape, d). Every component transforms the
+        same normal draw and the chosen one is kept (K small: cheaper than gathering factors)."""
         k_comp, k_norm = jax.random.split(key)
         comp = jax.random.categorical(k_comp, jnp.log(self.weights), shape=(n,) + self.batch_shape)
         chol = jnp.linalg.cholesky(self.covs)
-        mean = jnp.take_along_axis(jnp.broadcast_to(self.means, (n,) + self.means.shape), comp[..., None, None], axis=-2)[..., 0, :]
-        factor = jnp.take_along_axis(jnp.broadcast_to(chol, (n,) + chol.shape), comp[..., None, None, None], axis=-3)[..., 0, :, :]
         z = jax.random.normal(k_norm, (n,) + self.batch_shape + (self.dim,), jnp.float64)
-        return mean + jnp.einsum("...ij,...j->...i", factor, z)
+        each = self.means + jnp.sum(chol * z[..., None, None, :], axis=-1)  # (n, *batch, K, d)
+        return jnp.take_along_axis(each, comp[..., None, None], axis=-2)[..., 0, :]
+
+    def convolved(self, sigma) -> "MultivariateGaussianMixture":
+        """The law of X + N(0, σ² I) for X ~ this mixture: every covariance plus σ² I (no validation,
+        so σ may be traced)."""
+        return MultivariateGaussianMixture.tree_unflatten(None, (self.weights, self.means, self.covs + jnp.square(sigma) * jnp.eye(self.dim)))
 
     @classmethod
     def from_1d(cls, mixture: GaussianMixture) -> "MultivariateGaussianMixture":
@@ -105,9 +110,13 @@ class MultivariateGaussianMixture:
 
 def component_log_densities(x, means, covs):
     """log N(x | μ_m, Σ_m) by Cholesky factors; x (..., K, d) broadcast against means (..., K, d)
-    and covs (..., K, d, d); returns (..., K)."""
+    and covs (..., K, d, d); returns (..., K). The inverse factors L⁻¹ are formed once per component
+    and applied by a broadcast product (a triangular solve per point would copy the factors to every
+    point)."""
     chol = jnp.linalg.cholesky(covs)
-    z = jax.scipy.linalg.solve_triangular(chol, (x - means)[..., None], lower=True)[..., 0]
+    eye = jnp.broadcast_to(jnp.eye(covs.shape[-1]), covs.shape)
+    inv = jax.scipy.linalg.solve_triangular(chol, eye, lower=True)
+    z = jnp.sum(inv * (x - means)[..., None, :], axis=-1)
     log_det = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
     return -0.5 * (means.shape[-1] * math.log(2 * math.pi) + log_det + jnp.sum(z * z, axis=-1))
 

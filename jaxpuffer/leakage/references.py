@@ -26,6 +26,18 @@ def kl_gaussians(mean_p, cov_p, mean_q, cov_q):
     return 0.5 * (jnp.trace(solve, axis1=-2, axis2=-1) + maha - d + log_ratio)
 
 
+def bhattacharyya_gaussians(mean_p, cov_p, mean_q, cov_q):
+    """The Bhattacharyya distance −log ∫ √(N(m_p, S_p) N(m_q, S_q)) = ⅛ Δᵀ S̄⁻¹ Δ + ½ log(|S̄| / √(|S_p||S_q|)),
+    S̄ = (S_p + S_q)/2, Δ = m_p − m_q, batched over leading axes."""
+    mean_p, mean_q = jnp.asarray(mean_p, jnp.float64), jnp.asarray(mean_q, jnp.float64)
+    cov_p, cov_q = jnp.asarray(cov_p, jnp.float64), jnp.asarray(cov_q, jnp.float64)
+    mid = 0.5 * (cov_p + cov_q)
+    diff = mean_p - mean_q
+    maha = jnp.sum(diff * jnp.linalg.solve(mid, diff[..., None])[..., 0], axis=-1)
+    log_dets = jnp.linalg.slogdet(mid)[1] - 0.5 * (jnp.linalg.slogdet(cov_p)[1] + jnp.linalg.slogdet(cov_q)[1])
+    return 0.125 * maha + 0.5 * log_dets
+
+
 def _one_dim(mixture: MultivariateGaussianMixture):
     if mixture.dim != 1 or mixture.batch_shape:
         raise ValueError("1-D quadrature needs one mixture (no batch shape) with d = 1")
@@ -92,9 +104,13 @@ def renyi_gaussians(alpha, mean_p, cov_p, mean_q, cov_q):
 
 def renyi_quadrature_1d(alpha, p, q):
     """D_α(P‖Q) = log(∫ P^α Q^{1−α})/(α − 1) for 1-D mixtures by adaptive quadrature; (value, error
-    estimate of the integral, relative)."""
+    estimate of the integral, relative). (+inf, 0) where the integral diverges: α σ_Q,max² + (1 − α)
+    σ_P,max² ≤ 0 for the widest components (the equality case, decided by the linear terms, is
+    reported divergent too)."""
     wp, mp_, sp = _one_dim(p)
     wq, mq, sq = _one_dim(q)
+    if alpha * np.max(sq[wq > 0]) ** 2 + (1.0 - alpha) * np.max(sp[wp > 0]) ** 2 <= 0:
+        return math.inf, 0.0  # the widest components' tails: P^α Q^{1−α} ~ e^{−x² S_α/(2 σ_P² σ_Q²)}, S_α ≤ 0
     f = lambda x: math.exp(alpha * _log_pdf_1d(x, wp, mp_, sp) + (1.0 - alpha) * _log_pdf_1d(x, wq, mq, sq))  # noqa: E731
     integral, err = _quad_1d(f, np.concatenate([wp, wq]), np.concatenate([mp_, mq]), np.concatenate([sp, sq]))
     return math.log(integral) / (alpha - 1.0), err / integral
