@@ -37,7 +37,7 @@ from scipy import optimize
 from .. import _validate
 from .._roots import bisect
 from .bounds import kl_upper, renyi_upper
-from .information import secret_information_quadrature_1d, secret_information_upper
+from .information import _validate_prior, secret_information_quadrature_1d, secret_information_upper
 from .mixtures import MultivariateGaussianMixture
 from .references import kl_quadrature_1d, renyi_quadrature_1d
 
@@ -80,8 +80,7 @@ class SecretInformation:
     prior: float = 0.5
 
     def __post_init__(self):
-        if not 0.0 < float(self.prior) < 1.0:
-            raise ValueError(f"prior must be in (0, 1); got {self.prior}")
+        _validate_prior(self.prior)
 
     def upper(self, r_p, r_q):
         return secret_information_upper(r_p, r_q, self.prior)
