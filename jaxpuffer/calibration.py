@@ -73,6 +73,10 @@ _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket
 # creep still closes its bracket (a verified bracket spans at most a factor 2⁴⁰ in b: 48 halvings
 # of its log width take it below rtol = 1e-10)
 _BISECT_RESERVE = 48
+# optax solver, against creeping (see _search_run): a model step on the same side as the last
+# two evaluations that is longer than _CREEP_RATIO times the last step is doubled per evaluation
+# in the run, up to 2^_MAX_STRETCH-fold
+_CREEP_RATIO, _MAX_STRETCH = 0.1, 30
 _ZERO_PULL = 1e-2  # δ = 0 targets: see _search_run (mean evaluations of the pairs, about half of 512 random discrete
 # pairs, whose first point is not the answer: 1e-3: 21, 1e-2: 18, 0.1: 21, 0.3: 27)
 # The smallest target the exact evaluators certify (issue 17): their grids reach 13 prior stds
@@ -241,6 +245,12 @@ class _SearchState(NamedTuple):
     zero_at: Any  # the smallest b known to give δ = 0 (the analytic pure-ε scale, or +inf)
     seen_zero: Any  # whether zero_at was evaluated (not only known in theory)
     log_cap: Any  # hi may double up to here
+    streak: Any  # evaluations in a row (the last included) on the same side of the target; 0 before the first
+    last_feasible: Any  # the side of the last evaluation
+    modeled: Any  # whether u is a solver step (model or secant; not a bisection, doubling or halving)
+    step: Any  # |log b| moved to reach u
+    g_lo: Any  # log δ − log δ_target at log_lo (NaN if not evaluated there), Illinois-scaled
+    g_hi: Any  # the same at log_hi (≤ 0; −inf where δ = 0)
 
 
 _TRANSFORM = optax.chain(optax.clip(2.0), optax.scale(-1.0))  # a trust region of 2 in log b
@@ -329,6 +339,8 @@ def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
         u=u0, log_lo=log_lo0, log_hi=log_hi0, hi_ok=jnp.zeros(n, bool), b_hi=hi0, opt_state=_TRANSFORM.init(u0),
         it=jnp.zeros(n, int), done=zero_ok, width_ref=jnp.full(n, jnp.inf), points=jnp.full(n + (2, 3), jnp.nan),
         zero_at=pure, seen_zero=jnp.zeros(n, bool), log_cap=log_hi0 + _MAX_DOUBLINGS * math.log(2.0),
+        streak=jnp.zeros(n, int), last_feasible=jnp.zeros(n, bool), modeled=jnp.zeros(n, bool),
+        step=jnp.full(n, jnp.inf), g_lo=jnp.full(n, jnp.nan), g_hi=jnp.full(n, jnp.nan),
     )
 
 
@@ -341,9 +353,11 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
       * infeasible below ``hi``: ``lo = u``; infeasible at an unverified ``hi``: ``lo = hi`` and
         ``hi`` doubles (the bracket expands until a feasible point is found).
     The next point is ``hi`` itself when the bracket has closed but ``hi`` is not yet verified,
-    else the solver's proposal inside (lo, hi): :func:`_model_root` (optax) or the geometric
-    midpoint (bisection). A pair is done when its bracket is closed (hi/lo − 1 ≤ rtol) with ``hi``
-    verified, when δ(0) ≤ target (answer 0), or when ``hi`` doubled past its cap.
+    else the solver's proposal inside (lo, hi): :func:`_model_root` (optax; its steps doubled
+    while they creep along one end of the bracket, and an Illinois secant on log δ between the
+    bracket's ends where the model has no step) or the geometric midpoint (bisection). A pair is
+    done when its bracket is closed (hi/lo − 1 ≤ rtol) with ``hi`` verified, when δ(0) ≤ target
+    (answer 0), or when ``hi`` doubled past its cap.
     """
     f = partial(_delta, cfg, symmetric)
     log_tol = math.log1p(cfg.rtol)
@@ -366,6 +380,14 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
         b_hi = jnp.where(live & feasible & (s.u <= s.log_hi), b, s.b_hi)
         closed = (log_hi - log_lo) <= log_tol
         mid = 0.5 * (log_lo + log_hi)
+        streak = jnp.where(live, jnp.where(s.modeled & (feasible == s.last_feasible), s.streak + 1, 1), s.streak)
+        last_feasible = jnp.where(live, feasible, s.last_feasible)
+        # the bracket ends' values for the secant; Illinois: an end that stays while the other
+        # moves twice in a row has its value halved, so that the next secant step reaches past the root
+        g = jnp.log(d) - log_target
+        run = streak >= 2
+        g_lo = jnp.where(live & ~feasible & (log_lo > s.log_lo), g, jnp.where(live & feasible & run, 0.5 * s.g_lo, s.g_lo))
+        g_hi = jnp.where(live & feasible & (s.u <= s.log_hi), g, jnp.where(grow, jnp.nan, jnp.where(live & ~feasible & run, 0.5 * s.g_hi, s.g_hi)))
         points, zero_at, seen_zero, opt_state = s.points, s.zero_at, s.seen_zero, s.opt_state
         if newton:
             positive = live & (d > 0)
@@ -386,23 +408,41 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
             # _ZERO_PULL of the gap back towards the last δ > 0 (each such pair of steps shrinks the gap ~100× once the model is close)
             pull = jnp.where(~jnp.isfinite(log_target) & feasible & valid, _ZERO_PULL * (proposal - jnp.log(points[:, 0, 0])), 0.0)
             proposal = jnp.where(pull > 0, proposal - pull, proposal)
+            # a model that errs to one side of a bracketed root creeps: each step lands on the
+            # same side as the last and is not much shorter (68 evaluations for a mixture under
+            # Laplace noise whose δ vanishes just above the root; the bracket's other end never
+            # moves). Then each model step on that side doubles, so the root is crossed in O(log)
+            # steps. A converging model's steps shrink by orders of magnitude, and are left alone.
+            bracketed = ~jnp.isnan(g_lo) & ~jnp.isnan(g_hi)  # both ends evaluated (not an approach from one side)
+            creeping = bracketed & (jnp.abs(proposal - s.u) > _CREEP_RATIO * s.step)
+            stretch = jnp.exp2(jnp.where(creeping, jnp.clip(streak - 1, 0, _MAX_STRETCH), 0).astype(float))
+            proposal = s.u + (proposal - s.u) * stretch
             inside = valid & (proposal > log_lo) & (proposal < log_hi)
-            # no usable step: halve or double b, or bisect once the bracket is narrower than that
+            # no model step (e.g. where δ is dominated by the evaluator's allowances, whose slope
+            # it does not report): the secant on log δ between the bracket's ends (Illinois)
+            secant = log_lo + (log_hi - log_lo) * g_lo / jnp.where(g_lo > g_hi, g_lo - g_hi, 1.0)
+            use_secant = ~inside & (g_lo > 0) & (g_hi <= 0) & jnp.isfinite(g_lo - g_hi) & (secant > log_lo) & (secant < log_hi)
+            # else halve or double b, or bisect once the bracket is narrower than that
             halve = jnp.where(feasible, jnp.maximum(mid, s.u - math.log(2.0)), jnp.minimum(mid, s.u + math.log(2.0)))
-            proposal = jnp.where(inside, proposal, halve)
+            proposal = jnp.where(inside, proposal, jnp.where(use_secant, secant, halve))
+            inside = inside | use_secant
         else:
-            proposal = mid
+            proposal, inside = mid, False
         # safeguard: past _STALL_FROM evaluations, every _STALL_CHECK the bracket must have halved
         # (in log b) since the last check, else bisect (a model step can creep along one end)
         width = log_hi - log_lo
         check = (s.it >= _STALL_FROM) & ((s.it % _STALL_CHECK) == 0)
         stalled = check & (width > 0.5 * s.width_ref)
         width_ref = jnp.where(check, width, s.width_ref)
-        proposal = jnp.where(stalled | (s.it >= bisect_from), mid, proposal)
+        bisect = stalled | (s.it >= bisect_from)
+        proposal = jnp.where(bisect, mid, proposal)
         u_next = jnp.where(live, jnp.where(closed | grow, log_hi, proposal), s.u)
+        modeled = jnp.where(live, inside & ~bisect & ~closed & ~grow, s.modeled)
+        step = jnp.where(live, jnp.abs(u_next - s.u), s.step)
         finished = live & ((closed & hi_ok) | (log_hi > s.log_cap))
         return s._replace(u=u_next, log_lo=log_lo, log_hi=log_hi, hi_ok=hi_ok, b_hi=b_hi, opt_state=opt_state, it=s.it + live.astype(int),
-                          done=s.done | finished, width_ref=width_ref, points=points, zero_at=zero_at, seen_zero=seen_zero)
+                          done=s.done | finished, width_ref=width_ref, points=points, zero_at=zero_at, seen_zero=seen_zero,
+                          streak=streak, last_feasible=last_feasible, modeled=modeled, step=step, g_lo=g_lo, g_hi=g_hi)
 
     return jax.lax.while_loop(lambda s: jnp.any(~s.done & (s.it < max_iter)), body, state)
 

@@ -98,7 +98,11 @@ def test_one_component_mixtures_equal_the_gaussian_results():
         for b in (0.4, 3.0):  # (b = 0: the high-precision test below)
             np.testing.assert_allclose(jp.delta_exact(mix, b, 1.0, noise=noise), jp.delta_exact(gauss, b, 1.0, noise=noise), rtol=1e-9, atol=1e-14)
         # the exact-level scale of the mixtures is the Gaussian pairs' smallest feasible scale
-        got = np.asarray(jp.calibrate(mix, 1.0, 1e-3, level="exact", noise=noise).per_pair)
+        result = jp.calibrate(mix, 1.0, 1e-3, level="exact", noise=noise)
+        got = np.asarray(result.per_pair)
+        # the optax search's model crept along one end for pair 4 under Laplace noise (68
+        # evaluations, 11 s of a warm call); doubling the steps of a creeping run brackets it in 12
+        assert result.iterations <= 20
         assert np.all(np.asarray(jp.delta_exact(gauss, got, 1.0, noise=noise)) <= 1e-3)
         assert np.all((np.asarray(jp.delta_exact(gauss, got * (1 - 1e-8), 1.0, noise=noise)) > 1e-3) | (got == 0))
 

@@ -28,13 +28,6 @@ def _rule(n: int):
     return jnp.asarray(x), jnp.asarray(w)
 
 
-def _log_pdf(x, m):
-    """log of a 1-D mixture (no batch shape) at points x (...,)."""
-    var = m.covs[:, 0, 0]
-    z = jnp.square(x[..., None] - m.means[:, 0]) / var
-    return jax.scipy.special.logsumexp(-0.5 * (z + jnp.log(2 * jnp.pi * var)), b=m.weights, axis=-1)
-
-
 def _switches(m):
     """Where two components of a 1-D mixture weigh the same, w_a N_a(x) = w_b N_b(x) (a quadratic
     in x, two roots per pair a < b), each with the width 1/|slope gap| of the switch of log m there,
@@ -58,8 +51,8 @@ def _integral(p, q, edges, n: int):
     nodes, weights = _rule(n)
     half = 0.5 * (edges[1:] - edges[:-1])
     x = (0.5 * (edges[1:] + edges[:-1]))[:, None] + half[:, None] * nodes
-    lp = _log_pdf(x, p)
-    f = jnp.where(jnp.isfinite(lp), jnp.exp(lp) * (lp - _log_pdf(x, q)), 0.0)
+    lp = p.log_density(x[..., None])
+    f = jnp.where(jnp.isfinite(lp), jnp.exp(lp) * (lp - q.log_density(x[..., None])), 0.0)
     return jnp.sum(half * (f @ weights))
 
 
