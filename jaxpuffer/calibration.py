@@ -245,7 +245,7 @@ class _SearchState(NamedTuple):
     zero_at: Any  # the smallest b known to give δ = 0 (the analytic pure-ε scale, or +inf)
     seen_zero: Any  # whether zero_at was evaluated (not only known in theory)
     log_cap: Any  # hi may double up to here
-    streak: Any  # evaluations in a row (the last included) on the same side of the target; 0 before the first
+    streak: Any  # evaluations in a row on the same side of the target, counted while u is a solver step (else 1); 0 before the first
     last_feasible: Any  # the side of the last evaluation
     modeled: Any  # whether u is a solver step (model or secant; not a bisection, doubling or halving)
     step: Any  # |log b| moved to reach u

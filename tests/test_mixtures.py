@@ -101,7 +101,7 @@ def test_one_component_mixtures_equal_the_gaussian_results():
         result = jp.calibrate(mix, 1.0, 1e-3, level="exact", noise=noise)
         got = np.asarray(result.per_pair)
         # the optax search's model crept along one end for pair 4 under Laplace noise (68
-        # evaluations, 11 s of a warm call); doubling the steps of a creeping run brackets it in 12
+        # evaluations, 11 s of a warm call); doubling the steps of a creeping run brackets it in 13
         assert result.iterations <= 20
         assert np.all(np.asarray(jp.delta_exact(gauss, got, 1.0, noise=noise)) <= 1e-3)
         assert np.all((np.asarray(jp.delta_exact(gauss, got * (1 - 1e-8), 1.0, noise=noise)) > 1e-3) | (got == 0))
