@@ -114,7 +114,8 @@ def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start, bisections: int = 
     lo, hi, f_lo, f_hi, x = update(*jax.lax.fori_loop(0, steps - 1, step, (a, c, fa, fc, x0, jax.lax.complex(*fun_and_slope(x0)))))
     h = 1e-11 * jnp.abs(hi - lo) + 8.0 * jnp.finfo(jnp.float64).eps * jnp.abs(x)
     x_l, x_r = jnp.clip(x - h, jnp.minimum(lo, hi), jnp.maximum(lo, hi)), jnp.clip(x + h, jnp.minimum(lo, hi), jnp.maximum(lo, hi))
-    f_l, f_r = fun_and_slope(x_l)[0], fun_and_slope(x_r)[0]
+    # both probes through one call site of fun (a loop of two): compile time grows with the sites
+    f_l, f_r = jax.lax.map(lambda x_: fun_and_slope(x_)[0], jnp.stack([x_l, x_r]))
     left_ok, right_ok = (f_l > 0) == pos_left, (f_r > 0) != pos_left
     # x_l on the lo side and x_r on the hi side: [x_l, x_r]; else the zero is beyond one of them
     new_lo = jnp.where(left_ok, jnp.where(right_ok, x_l, x_r), lo)

@@ -114,40 +114,51 @@ def gaussian_hockey_stick(d_mu, s1, s2, eps):
         finite = jnp.isfinite(x)
         return jnp.where(finite, (jnp.where(finite, x, 0.0) - mu) / s, jnp.sign(x) * 40.0)
 
-    e_eps = jnp.exp(eps)
-
-    def mass(lo_, hi_):  # [P1 − e^ε P2](lo_, hi_), rounded up by a bound on its rounding error
-        p1 = normal_mass(standard(lo_, d_mu, s1), standard(hi_, d_mu, s1))
-        p2 = normal_mass(standard(lo_, 0.0, s2), standard(hi_, 0.0, s2))
-        return jnp.maximum(p1 - e_eps * p2, 0.0) + _ROUNDING_ULPS * jnp.finfo(jnp.float64).eps * (p1 + e_eps * p2)
-
+    # the positive set as two intervals (lo_k, hi_k], the second one (hi, ∞) used only outside
+    # the roots: A = 0, the half-line; A > 0, (−∞, lo] and (hi, ∞); A < 0, (lo, hi]
     inf = jnp.inf
-    half_line = jnp.where(b > 0, mass(cut, inf), jnp.where(b < 0, mass(-inf, cut), 0.0))
-    outside = mass(-inf, lo) + mass(hi, inf)
-    inside = mass(lo, hi)
-    quad = jnp.where(a > 0, jnp.where(has_roots, outside, 0.0), jnp.where(has_roots, inside, 0.0))
-    return jnp.minimum(jnp.where(linear, half_line, quad), 1.0)
+    first_lo = jnp.where(linear, jnp.where(b > 0, cut, -inf), jnp.where(a > 0, -inf, lo))
+    first_hi = jnp.where(linear, jnp.where(b > 0, inf, cut), jnp.where(a > 0, lo, hi))
+    used = (jnp.where(linear, b != 0, has_roots), ~linear & (a > 0) & has_roots)
+    ends_lo, ends_hi = jnp.stack(jnp.broadcast_arrays(first_lo, hi)), jnp.stack(jnp.broadcast_arrays(first_hi, inf))
+    # [P1 − e^ε P2] of each interval, rounded up by a bound on its rounding error; both priors'
+    # masses in one normal_mass call (one Φ evaluation site: compile time grows with the sites)
+    both = normal_mass(
+        jnp.stack([standard(ends_lo, d_mu, s1), standard(ends_lo, 0.0, s2)]),
+        jnp.stack([standard(ends_hi, d_mu, s1), standard(ends_hi, 0.0, s2)]),
+    )
+    p1, p2 = both[0], both[1]
+    e_eps = jnp.exp(eps)
+    mass = jnp.maximum(p1 - e_eps * p2, 0.0) + _ROUNDING_ULPS * jnp.finfo(jnp.float64).eps * (p1 + e_eps * p2)
+    return jnp.minimum(jnp.where(used[0], mass[0], 0.0) + jnp.where(used[1], mass[1], 0.0), 1.0)
 
 
-def _prior_hockey_stick(d_mu, s1, s2, eps):
-    """δ at zero noise: the hockey-stick between the priors themselves (point masses included)."""
-    both = (s1 > 0) & (s2 > 0)
-    smooth = gaussian_hockey_stick(d_mu, jnp.where(both, s1, 1.0), jnp.where(both, s2, 1.0), eps)
+def _both_orders(fn, d_mu, s1, s2, *rest):
+    """fn at (Δμ, σ_1, σ_2) and at the reversed order (−Δμ, σ_2, σ_1), as one call on stacked
+    arguments: one evaluation site for fn's special functions (XLA's compile time grows with the
+    number of sites, not with the size of the arrays)."""
+    d_mu, s1, s2, *rest = jnp.broadcast_arrays(d_mu, s1, s2, *rest)
+    out = fn(jnp.stack([d_mu, -d_mu]), jnp.stack([s1, s2]), jnp.stack([s2, s1]), *rest)
+    return out[0], out[1]
+
+
+def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
+    """δ for Gaussian noise std θ (the priors' own hockey-stick at θ = 0, point masses included)."""
+    ok = theta > 0
+    smooth_prior = (s1 > 0) & (s2 > 0)
+    v1, v2 = jnp.sqrt(s1**2 + theta**2), jnp.sqrt(s2**2 + theta**2)
+    # one closed-form call: N(Δμ, σ² + θ²) where θ > 0, else the priors themselves where smooth
+    smooth = gaussian_hockey_stick(
+        d_mu, jnp.where(ok, v1, jnp.where(smooth_prior, s1, 1.0)), jnp.where(ok, v2, jnp.where(smooth_prior, s2, 1.0)), eps
+    )
     atoms = jnp.where((s1 == 0) & (s2 == 0) & (d_mu == 0), 0.0, 1.0)
-    return jnp.where(both, smooth, atoms)
+    return jnp.where(ok | smooth_prior, smooth, atoms)
 
 
 def prior_delta(d_mu, s1, s2, eps, symmetric):
     """δ with no noise: the priors' own hockey-stick, the max over both orders when symmetric."""
-    fwd = _prior_hockey_stick(d_mu, s1, s2, eps)
-    return jnp.where(symmetric, jnp.maximum(fwd, _prior_hockey_stick(-d_mu, s2, s1, eps)), fwd)
-
-
-def _gaussian_exact_one(d_mu, s1, s2, theta, eps):
-    v1, v2 = jnp.sqrt(s1**2 + theta**2), jnp.sqrt(s2**2 + theta**2)
-    ok = theta > 0
-    noisy = gaussian_hockey_stick(d_mu, jnp.where(ok, v1, 1.0), jnp.where(ok, v2, 1.0), eps)
-    return jnp.where(ok, noisy, _prior_hockey_stick(d_mu, s1, s2, eps))
+    fwd, rev = _both_orders(_gaussian_exact_one, d_mu, s1, s2, 0.0, eps)
+    return jnp.where(symmetric, jnp.maximum(fwd, rev), fwd)
 
 
 # ----------------------------------------------------------------------------- Laplace noise
@@ -238,23 +249,25 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # |f'| on the bracket: both densities are log-concave, so each log-slope s_k decreases and
     # s_1 − s_2 lies between s_1(hi) − s_2(lo) and s_1(lo) − s_2(hi) (flat tails: nearly 0)
     left, right = jnp.minimum(lo_b, hi_b), jnp.maximum(lo_b, hi_b)
-    slope_1l, slope_1r = (tail_normalized(x - m1_, s1_, b_, True)[1] for x in (left, right))
-    slope_2l, slope_2r = (tail_normalized(x - m2_, s2_, b_, True)[1] for x in (left, right))
+    ends = jnp.stack([left - m1_, right - m1_, left - m2_, right - m2_])
+    slope_1l, slope_1r, slope_2l, slope_2r = tail_normalized(ends, jnp.stack([s1_, s1_, s2_, s2_])[:, None], b_, True)[1]
     lip = jnp.maximum(jnp.abs(slope_1r - slope_2l), jnp.abs(slope_1l - slope_2r)) + 1e-12 / b_
     tent = jnp.maximum(0.5 * (f_lo_b + f_hi_b) + 0.5 * jnp.minimum(lip, 2.0 / b_) * width, 0.0)
     mu_p, s_p = jnp.where(sgn > 0, m1_, m2_), jnp.where(sgn > 0, s1_, s2_)
     t0 = jnp.clip(mu_p, jnp.minimum(lo_b, hi_b), jnp.maximum(lo_b, hi_b))
-    held = width * jnp.exp(gauss_laplace(t0 - mu_p, s_p, b_)[0]) * -jnp.expm1(-tent) * (1.0 + 1e-12)
-    held = jax.lax.stop_gradient(jnp.where(used & (width > 0), held, 0.0))
-    held = (jnp.sum(jnp.where(sgn > 0, held, 0.0)), jnp.sum(jnp.where(sgn < 0, held, 0.0)))
     cross = roots[: 2 * _ROOTS].reshape(2, _ROOTS)
     flank_l = roots[2 * _ROOTS : 2 * _ROOTS + 2 * _PEAKS].reshape(2, _PEAKS)
     flank_r = roots[2 * _ROOTS + 2 * _PEAKS :].reshape(2, _PEAKS)
 
-    # masses at the crossing points, with gradients (the points themselves are fixed)
+    # masses at the crossing points, with gradients (the points themselves are fixed), and the
+    # density at each bracket's t₀, in one gauss_laplace call (one site: compile time)
     pts = jnp.concatenate([cross.reshape(-1), flank_l.reshape(-1), flank_r.reshape(-1)])
-    _, F1, S1 = gauss_laplace(pts - m1, s1, b)
-    _, F2, S2 = gauss_laplace(pts - m2, s2, b)
+    t0_ = jax.lax.stop_gradient(t0 - mu_p)
+    log_p, F, S = gauss_laplace(jnp.stack([pts - m1, pts - m2, t0_]), jnp.stack(jnp.broadcast_arrays(s1, s2, s_p)), b)
+    F1, F2, S1, S2 = F[0], F[1], S[0], S[1]
+    held = width * jnp.exp(jax.lax.stop_gradient(log_p[2])) * -jnp.expm1(-tent) * (1.0 + 1e-12)
+    held = jax.lax.stop_gradient(jnp.where(used & (width > 0), held, 0.0))
+    held = (jnp.sum(jnp.where(sgn > 0, held, 0.0)), jnp.sum(jnp.where(sgn < 0, held, 0.0)))
     e_eps = jnp.exp(eps)
 
     def interval(a, c, ends_i, ends_j, mu_i, mu_j):
@@ -308,8 +321,7 @@ def _laplace_exact_one(d_mu, s1, s2, b, eps):
     d12, d21, resolved = _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b_safe, eps)
     fallback = coupling_laplace_closed(d_mu, s1 - s2, b_safe, eps)
     d12, d21 = jnp.where(resolved[0], d12, fallback), jnp.where(resolved[1], d21, fallback)
-    zero = _prior_hockey_stick(d_mu, s1, s2, eps)
-    zero_rev = _prior_hockey_stick(-d_mu, s2, s1, eps)
+    zero, zero_rev = _both_orders(_gaussian_exact_one, d_mu, s1, s2, 0.0, eps)
     return jnp.where(ok, d12, zero), jnp.where(ok, d21, zero_rev)
 
 
@@ -375,8 +387,7 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
         if noise == "laplace":
             d12, d21 = _flatten_vmap(_laplace_exact_one, d_mu, s1, s2, b, eps)
         else:
-            d12 = _gaussian_exact_one(d_mu, s1, s2, b, eps)
-            d21 = _gaussian_exact_one(-d_mu, s2, s1, b, eps)
+            d12, d21 = _both_orders(_gaussian_exact_one, d_mu, s1, s2, b, eps)
         return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
     d_sigma = s1 - s2
     if level == "coupling":

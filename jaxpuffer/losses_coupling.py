@@ -33,14 +33,15 @@ def log_mills_drop(u, v):
     convex: 0 < M'' < 1), which is exact to first order for small v and accurate for u ≥ −1.
     """
     x = u - v
-    log_u, log_x = log_ndtr(u), log_ndtr(x)
-    m_u, m_x = log_mills(u), log_mills(x)
+    u_ok = jnp.where(u >= -1.0, u, 0.0)
+    # each special function once, on stacked points (compile time grows with the call sites)
+    log_u, log_x, log_u_ok = log_ndtr(jnp.stack(jnp.broadcast_arrays(u, x, u_ok)))
+    m_u, m_x = log_mills(jnp.stack(jnp.broadcast_arrays(u, x)))
     kink = v * (u - 0.5 * v)
     drop = jnp.where(x >= 0, kink + log_u - log_x, jnp.where(u >= 0, 0.5 * u**2 + log_u - m_x, m_u - m_x))
     size = jnp.where(x >= 0, jnp.abs(kink) + jnp.abs(log_u) + jnp.abs(log_x), jnp.where(u >= 0, 0.5 * u**2 + jnp.abs(log_u), jnp.abs(m_u)) + jnp.abs(m_x))
     raised = drop + 32.0 * _EPS64 * (size + 1.0)
-    u_ok = jnp.where(u >= -1.0, u, 0.0)
-    slope = u_ok + jnp.exp(-0.5 * u_ok**2 - _LOG_SQRT_2PI - log_ndtr(u_ok))
+    slope = u_ok + jnp.exp(-0.5 * u_ok**2 - _LOG_SQRT_2PI - log_u_ok)
     first_order = jnp.where(u >= -1.0, v * slope * (1.0 + 1e-13), jnp.inf)
     return jnp.maximum(jnp.minimum(raised, first_order), 0.0)
 
@@ -63,7 +64,8 @@ def coupling_laplace_closed(d_mu, d_sigma, b, eps):
         # log Φ(u) is accurate to a few ulps of 1 + min(u, 0)²/2: raised by 8
         return jnp.exp(log_ndtr_accurate(u) + 8.0 * _EPS64 * (1.0 + 0.5 * jnp.minimum(u, 0.0) ** 2)) * -jnp.expm1(-log_mills_drop(u, v))
 
-    smooth = tail(d_mu) + tail(-d_mu)
+    right, left = tail(jnp.stack(jnp.broadcast_arrays(d_mu, -d_mu)))  # both tails in one call
+    smooth = right + left
     point = jnp.maximum(-jnp.expm1(eps - jnp.abs(d_mu) / b), 0.0)
     return jnp.clip(jnp.where(has_s, smooth, point), 0.0, 1.0)
 

@@ -1,9 +1,11 @@
 import gc
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 
-os.environ["JAXPUFFER_CACHE"] = "0"  # the on-disk compile cache stays off in tests (each test compiles what it uses)
+os.environ["JAXPUFFER_CACHE"] = "0"  # the user's on-disk compile cache stays off in tests (see pytest_configure)
 
 import jax
 import jaxpuffer  # noqa: F401  (enables float64 before any test builds arrays)
@@ -11,6 +13,29 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/_reference.py
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def pytest_configure(config):
+    """One fresh on-disk compile cache per test session, shared by its xdist workers: a program that
+    both workers need (or one worker again, after the memory-map guard below cleared JAX's caches)
+    is compiled once per session. Nothing is read from an earlier session or from the user's cache,
+    so every program the tests use is compiled (and its compile time paid) in every session."""
+    if hasattr(config, "workerinput"):
+        folder = config.workerinput["jaxpuffer_cache"]
+    else:
+        folder = config._jaxpuffer_cache = tempfile.mkdtemp(prefix="jaxpuffer-tests-")
+    jax.config.update("jax_compilation_cache_dir", folder)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):  # pytest-xdist: the controller hands its folder to each worker
+    node.workerinput["jaxpuffer_cache"] = node.config._jaxpuffer_cache
+
+
+def pytest_unconfigure(config):
+    if not hasattr(config, "workerinput"):
+        shutil.rmtree(config._jaxpuffer_cache, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

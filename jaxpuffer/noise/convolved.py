@@ -194,9 +194,10 @@ def normal_mass(a, c):
 
     ``a`` may be −inf and ``c`` +inf.
     """
-    upper = ndtr(-a) - ndtr(-c)  # both tails on the right
-    lower = ndtr(c) - ndtr(a)  # both on the left
-    middle = 1.0 - ndtr(a) - ndtr(-c)
+    right_a, right_c, left_c, left_a = ndtr(-a), ndtr(-c), ndtr(c), ndtr(a)  # each once (compile time)
+    upper = right_a - right_c  # both tails on the right
+    lower = left_c - left_a  # both on the left
+    middle = 1.0 - left_a - right_c
     return jnp.where(a >= 0, upper, jnp.where(c <= 0, lower, middle))
 
 
