@@ -251,6 +251,8 @@ class _SearchState(NamedTuple):
     step: Any  # |log b| moved to reach u
     g_lo: Any  # log δ − log δ_target at log_lo (NaN if not evaluated there), Illinois-scaled
     g_hi: Any  # the same at log_hi (≤ 0; −inf where δ = 0)
+    b_next: Any  # the scale evaluated next: exp(u), or a scale given exactly (:func:`_delta_by_search`)
+    d_last: Any  # δ at the last evaluation (NaN before the first)
 
 
 _TRANSFORM = optax.chain(optax.clip(2.0), optax.scale(-1.0))  # a trust region of 2 in log b
@@ -340,7 +342,7 @@ def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
         it=jnp.zeros(n, int), done=zero_ok, width_ref=jnp.full(n, jnp.inf), points=jnp.full(n + (2, 3), jnp.nan),
         zero_at=pure, seen_zero=jnp.zeros(n, bool), log_cap=log_hi0 + _MAX_DOUBLINGS * math.log(2.0),
         streak=jnp.zeros(n, int), last_feasible=jnp.zeros(n, bool), modeled=jnp.zeros(n, bool),
-        step=jnp.full(n, jnp.inf), g_lo=jnp.full(n, jnp.nan), g_hi=jnp.full(n, jnp.nan),
+        step=jnp.full(n, jnp.inf), g_lo=jnp.full(n, jnp.nan), g_hi=jnp.full(n, jnp.nan), b_next=jnp.exp(u0), d_last=jnp.full(n, jnp.nan),
     )
 
 
@@ -365,7 +367,7 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
     newton = cfg.solver == "optax"
 
     def body(s: _SearchState) -> _SearchState:
-        b = jnp.exp(s.u)
+        b = s.b_next
         if newton:
             d, dd = jax.jvp(lambda bb: f(bb, params, eps), (b,), (jnp.ones_like(b),))  # dd = dδ/db
         else:
@@ -442,7 +444,8 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
         finished = live & ((closed & hi_ok) | (log_hi > s.log_cap))
         return s._replace(u=u_next, log_lo=log_lo, log_hi=log_hi, hi_ok=hi_ok, b_hi=b_hi, opt_state=opt_state, it=s.it + live.astype(int),
                           done=s.done | finished, width_ref=width_ref, points=points, zero_at=zero_at, seen_zero=seen_zero,
-                          streak=streak, last_feasible=last_feasible, modeled=modeled, step=step, g_lo=g_lo, g_hi=g_hi)
+                          streak=streak, last_feasible=last_feasible, modeled=modeled, step=step, g_lo=g_lo, g_hi=g_hi,
+                          b_next=jnp.exp(u_next), d_last=d)
 
     return jax.lax.while_loop(lambda s: jnp.any(~s.done & (s.it < max_iter)), body, state)
 
@@ -502,6 +505,23 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 
 
 _delta_jit = jax.jit(_parallel.over_lanes(_delta), static_argnums=0)
+
+
+def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
+    """δ per lane at exactly the scales ``b`` (> 0), evaluated by the search's own compiled program
+    (:func:`_search_run` for one evaluation from a state whose next scale is ``b``), so that the
+    certificate of a calibration compiles nothing more (issue 15: the certificate's own program
+    cost 5–9 s of a cold exact-level call). Lanes a multiple of the mesh's granule, as the search's."""
+    b = np.asarray(b, np.float64)
+    n = b.shape[0]
+    full = lambda value, dtype=np.float64, shape=(): np.full((n, *shape), value, dtype)  # noqa: E731
+    state = _SearchState(
+        u=np.log(b), log_lo=full(-np.inf), log_hi=full(np.inf), hi_ok=full(False, bool), b_hi=b, opt_state=_TRANSFORM.init(np.log(b)),
+        it=full(0, np.int64), done=full(False, bool), width_ref=full(np.inf), points=full(np.nan, shape=(2, 3)), zero_at=full(np.inf),
+        seen_zero=full(False, bool), log_cap=full(np.inf), streak=full(0, np.int64), last_feasible=full(False, bool),
+        modeled=full(False, bool), step=full(np.inf), g_lo=full(np.nan), g_hi=full(np.nan), b_next=b, d_last=full(np.nan),
+    )
+    return _search_run_jit(cfg, params, eps, np.ones(n), 1, 1, symmetric, state).d_last
 _delta_at_zero_jit = jax.jit(_parallel.over_lanes(_delta_at_zero), static_argnums=0)
 
 
@@ -512,7 +532,8 @@ def _prune_bound_jit(cfg, symmetric, params, b, eps):
     return families.get(cfg.family).prune_bound(cfg.noise, params, b, eps, symmetric)
 
 
-def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact", mesh=None):
+def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact", mesh=None,
+                     search: _Config | None = None):
     """A certified max over pairs of the exact δ at the calibrated scale, pruned by a bound ≥ L0
     (``level``: the δ certified; a kernel without an exact evaluator certifies its coupling bound
     instead). Returns one δ per sweep point: ``scale`` has shape (S,) (or is a scalar, S = 1) and
@@ -527,7 +548,9 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     (then the largest remaining bound of each group stands in for its unvisited lanes: still an
     upper bound; a NaN bound counts as +inf). Otherwise every lane, in chunks (one batch where the
     family's exact δ is a closed form). Lanes at scale 0 take the priors' own δ. ``family`` is the
-    family's name; ``mesh``: the devices sharing each chunk's lanes.
+    family's name; ``mesh``: the devices sharing each chunk's lanes; ``search``: the configuration
+    of the calibration's search where it evaluated this ``level``, whose compiled program then
+    evaluates the certificate (:func:`_delta_by_search`).
     """
     fam = families.get(family)
     cfg = _Config(level, noise, "bisection", 0.0, family, mesh=mesh)
@@ -542,7 +565,12 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     def visit(idx, zero, size):
         *part, part_b, part_eps = _pad_take((*params, b, eps), idx, _bucket(idx.size, size, step))
         part = tuple(part)
-        value = _delta_at_zero_jit(cfg, symmetric, part, part_eps) if zero else _delta_jit(cfg, symmetric, part_b, part, part_eps)
+        if zero:
+            value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
+        elif search is not None:
+            value = _delta_by_search(search, symmetric, part_b, part, part_eps)
+        else:
+            value = _delta_jit(cfg, symmetric, part_b, part, part_eps)
         np.maximum.at(best, group[idx], np.asarray(value)[: idx.size])
 
     zero = np.flatnonzero(lane_scale == 0.0)
@@ -839,6 +867,7 @@ class _Run(NamedTuple):
     iterations: Any
     solver: str
     mesh: Any
+    search: Any  # the search's _Config where it evaluated the certified level (its program certifies), else None
 
 
 def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, chunk_size, progress, certify, devices) -> _Run:
@@ -896,6 +925,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
         _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs)
     points = math.prod(sweep)  # sweep points (1 for scalar ε and δ)
 
+    cfg = None
     if level == "theorem":
         per_lane = family.theorem(lanes, params, lane_eps, lane_delta, tau)
         if progress:  # one vectorized closed form: done at once
@@ -920,7 +950,8 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     certified = level if certify == "level" or "exact" not in kernel.levels else "exact"
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
-    return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, certified, converged, iterations, solver_name, mesh)
+    return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, certified, converged, iterations, solver_name, mesh,
+                cfg if certified == level else None)
 
 
 def _process_part_fingerprint(run: _Run, options) -> bytes:
@@ -965,7 +996,7 @@ def _conclude(run: _Run) -> Calibration:
             achieved = _theorem_certificate(run.params, lane_scale, run.lane_eps, family=run.family.name, points=points).reshape(sweep)
         else:
             achieved = _max_exact_delta(run.family.name, run.params, scale, run.lane_eps, run.noise_key, run.pairs.symmetric,
-                                        level=run.certified, mesh=run.mesh)
+                                        level=run.certified, mesh=run.mesh, search=run.search)
         if across:
             achieved = _parallel.gather_tree(np.asarray(achieved)).max(axis=0)
     binding = _binding(per_lane, batch_shape, sweep)
