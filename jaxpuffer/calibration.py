@@ -505,6 +505,7 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 
 
 _delta_jit = jax.jit(_parallel.over_lanes(_delta), static_argnums=0)
+_delta_at_zero_jit = jax.jit(_parallel.over_lanes(_delta_at_zero), static_argnums=0)
 
 
 def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
@@ -522,7 +523,6 @@ def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
         modeled=full(False, bool), step=full(np.inf), g_lo=full(np.nan), g_hi=full(np.nan), b_next=b, d_last=full(np.nan),
     )
     return _search_run_jit(cfg, params, eps, np.ones(n), 1, 1, symmetric, state).d_last
-_delta_at_zero_jit = jax.jit(_parallel.over_lanes(_delta_at_zero), static_argnums=0)
 
 
 @partial(jax.jit, static_argnums=0)
