@@ -262,10 +262,9 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # masses at the crossing points, with gradients (the points themselves are fixed), and the
     # density at each bracket's t₀, in one gauss_laplace call (one site: compile time)
     pts = jnp.concatenate([cross.reshape(-1), flank_l.reshape(-1), flank_r.reshape(-1)])
-    t0_ = jax.lax.stop_gradient(t0 - mu_p)
-    log_p, F, S = gauss_laplace(jnp.stack([pts - m1, pts - m2, t0_]), jnp.stack(jnp.broadcast_arrays(s1, s2, s_p)), b)
+    log_p, F, S = gauss_laplace(jnp.stack([pts - m1, pts - m2, t0 - mu_p]), jnp.stack(jnp.broadcast_arrays(s1, s2, s_p)), b)
     F1, F2, S1, S2 = F[0], F[1], S[0], S[1]
-    held = width * jnp.exp(jax.lax.stop_gradient(log_p[2])) * -jnp.expm1(-tent) * (1.0 + 1e-12)
+    held = width * jnp.exp(log_p[2]) * -jnp.expm1(-tent) * (1.0 + 1e-12)
     held = jax.lax.stop_gradient(jnp.where(used & (width > 0), held, 0.0))
     held = (jnp.sum(jnp.where(sgn > 0, held, 0.0)), jnp.sum(jnp.where(sgn < 0, held, 0.0)))
     e_eps = jnp.exp(eps)
