@@ -56,8 +56,8 @@ def figure2(out, draws):
     eps = jnp.asarray([e for e, _ in settings])
     delta = jnp.asarray([d for _, d in settings])
     orders = [2, 3, 4, 5, 6]
-    corrected = np.array([np.asarray(gg_probabilistic.lemma5_scale(KEY, eps, delta, SENS, p, draws=draws)[0]) for p in orders])
-    printed = np.array([np.asarray(gg_probabilistic.lemma5_scale(KEY, eps, delta, SENS, p, draws=draws, threshold="printed")[0]) for p in orders])
+    corrected = np.asarray(gg_probabilistic.lemma5_scale(KEY, eps, delta, SENS, orders, draws=draws)[0])  # (p, setting)
+    printed = np.asarray(gg_probabilistic.lemma5_scale(KEY, eps, delta, SENS, orders, draws=draws, threshold="printed")[0])
     exact = [float(gg_exact.calibrate_shift(1.0, 0.01, float(np.linalg.norm(SENS)), 2.0))]
     exact += [gg_exact.calibrate_vector(1.0, 0.01, SENS, float(p), rtol=1e-3) for p in (3, 4)]
     print(f"Figure 2 — Lemma 5 (Monte Carlo, {draws} draws), Δ = {SENS}, Lemma 2 for Δ_p:")

@@ -9,10 +9,11 @@ import jax.numpy as jnp
 import mpmath as mp
 import numpy as np
 import pytest
+from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.pld import privacy_loss_mechanism as plm
 from scipy import integrate, optimize, special, stats
 
-from jaxpuffer.mechanisms import exponential, gg_exact, gg_probabilistic, gg_pure, sensitivity
+from jaxpuffer.mechanisms import exponential, gg_exact, gg_probabilistic, gg_pure, laplace_vector, sensitivity
 from jaxpuffer.noise import GeneralizedGaussian
 
 KEY = jax.random.PRNGKey(2026)
@@ -78,6 +79,17 @@ def test_lemma5_threshold_erratum_reproduces_math_md():
     assert np.all(np.asarray(corrected_up) >= np.asarray(corrected))
     # the corrected b scales like 1/ε; the printed one barely moves (against the paper's Figure 2)
     assert float(corrected[0] / corrected[2]) > 3.0 and float(printed[2] / printed[0]) < 1.2
+
+
+def test_lemma5_batched_over_p_equals_one_call_per_p():
+    """A sequence of p is one call with a leading axis, each row bit-identical to its own call."""
+    eps, delta = jnp.asarray([0.5, 2.0]), jnp.asarray([0.01, 0.001])
+    both = gg_probabilistic.lemma5_scale(KEY, eps, delta, [1.0, 0.1, 0.05], [2, 4], draws=20_000, threshold="printed")
+    for row, p in enumerate((2, 4)):
+        one = gg_probabilistic.lemma5_scale(KEY, eps, delta, [1.0, 0.1, 0.05], p, draws=20_000, threshold="printed")
+        for got, want in zip(both, one):
+            np.testing.assert_array_equal(np.asarray(got)[row], np.asarray(want))
+    assert np.asarray(both[0]).shape == (2, 2)
 
 
 def test_lemma5_converges_to_lemma10_and_lemma10_is_conservative():
@@ -297,17 +309,68 @@ def _laplace_delta_general(e, d):
     return -math.expm1(e)
 
 
-def test_vector_laplace_pld_brackets_quadrature_reference():
-    """r = 3 Laplace: E over z₂, z₃ of the exact one-coordinate δ at ε − L₂ − L₃, by scipy nquad."""
+def _laplace_vector_reference(eps, d):
+    """Independent of the library's closed form: the one-coordinate δ(ε') above, convolved with one
+    coordinate's loss at a time (its two atoms, and scipy ``quad`` over its continuous part, split
+    at the kinks ε' = ±d₁ ± d₂ … so every piece is smooth; relative tolerance 1e-12)."""
+    f, kinks = (lambda e: _laplace_delta_general(e, d[0])), [-d[0], d[0]]
+    for dk in d[1:]:
+        f, kinks = _add_laplace_coordinate(f, kinks, dk), sorted({k + s for k in kinks for s in (-dk, dk)})
+    return f(eps)
+
+
+def _add_laplace_coordinate(f, kinks, d):
+    def g(e):
+        density = lambda t: 0.25 * math.exp((t - d) / 2) * f(e - t)  # noqa: E731  (loss t on (−d, d))
+        edges = [-d] + sorted(e - k for k in kinks if -d < e - k < d) + [d]
+        part = sum(integrate.quad(density, a, c, epsabs=0, epsrel=1e-12, limit=200)[0] for a, c in zip(edges[:-1], edges[1:]))
+        return 0.5 * f(e - d) + 0.5 * math.exp(-d) * f(e + d) + part
+    return g
+
+
+def test_vector_laplace_closed_form_against_quadrature_reference():
+    """r = 3 Laplace: the closed form within 1e-10 of the nested-quadrature reference, which lies
+    inside [lower, upper]; also r = 1, 2 and 4 on random shifts (zeros included) and ε < 0."""
     b, eps, sens = 1.5, 0.5, [1.0, 0.1, 0.05]
-    d = [v / b for v in sens]
-    loss = lambda z, dk: abs(z - dk) - abs(z)  # noqa: E731
-    lap = lambda z: 0.5 * math.exp(-abs(z))  # noqa: E731
-    f = lambda z2, z3: _laplace_delta_general(eps - loss(z2, d[1]) - loss(z3, d[2]), d[0]) * lap(z2) * lap(z3)  # noqa: E731
-    ref = integrate.nquad(f, [[-40, 40], [-40, 40]], opts=[{"points": [0, d[1]], "limit": 200, "epsabs": 1e-13}, {"points": [0, d[2]], "limit": 200, "epsabs": 1e-13}])[0]
+    ref = _laplace_vector_reference(eps, [v / b for v in sens])
     upper, lower = gg_exact.vector_delta(eps, sens, b, 1.0)
-    assert float(lower) <= ref <= float(upper)
-    assert float(upper) <= ref * 1.02  # the pessimistic grid (step 1e-3) is within 2%
+    assert float(lower) <= ref <= float(upper) <= ref * (1 + 1e-10)
+    rng = np.random.default_rng(3)
+    for r in (1, 2, 3, 4, 3):
+        d = rng.uniform(0, 2, r) * (rng.uniform(size=r) > 0.2)
+        e = float(rng.uniform(-0.5, 3.0))
+        ref = _laplace_vector_reference(e, list(d))
+        upper, lower = laplace_vector.laplace_vector_delta(jnp.float64(e), jnp.asarray(d))
+        assert float(lower) <= ref * (1 + 1e-12) and ref * (1 - 1e-12) <= float(upper) <= ref * (1 + 1e-10) + 1e-300
+
+
+@pytest.mark.parametrize("sens", [[1.0], [1.0, 0.1, 0.05]])
+def test_vector_laplace_equals_dp_accounting(sens):
+    """The issue's check: p = 1, r = 1 and r = 3, against dp_accounting's connect-the-dots Laplace
+    PLD (step 1e-4, composed over the coordinates) to 1e-6, at δ between 3e-3 and 0.6."""
+    for eps, b in [(0.5, 1.0), (1.0, 1.0), (0.2, 2.0), (1.0, 1.12), (0.3, 0.5)]:
+        pld = None
+        for v in sens:
+            one = pld_lib.from_laplace_mechanism(b, sensitivity=v, value_discretization_interval=1e-4)
+            pld = one if pld is None else pld.compose(one)
+        ref = pld.get_delta_for_epsilon(eps)
+        upper, _ = gg_exact.vector_delta(eps, sens, b, 1.0)
+        assert float(upper) == pytest.approx(ref, rel=1e-6)
+
+
+def test_laplace_vector_calibration_is_sound_and_tight_batched():
+    """One batched call over random (ε, δ, Δ) with δ from 1e-12 to 1e-2 (plus a one-coordinate
+    vector, which must equal the scalar closed form, and a zero vector): at b the independent
+    reference δ ≤ target (1 + 1e-9), at b (1 − 1e-6) above it."""
+    rng = np.random.default_rng(7)
+    eps = np.concatenate([rng.uniform(0.05, 3.0, 10), [1.0, 1.0]])
+    delta = np.concatenate([10.0 ** rng.uniform(-12, -2, 10), [1e-6, 1e-6]])
+    sens = np.concatenate([rng.uniform(0, 2, (10, 3)), [[0.7, 0.0, 0.0], [0.0, 0.0, 0.0]]])
+    b = np.asarray(gg_exact.calibrate_vector(eps, delta, sens, 1.0))
+    assert b[-1] == 0.0 and b[-2] == pytest.approx(0.7 / (1.0 - 2 * math.log1p(-1e-6)), rel=1e-12)
+    for e, dl, s, got in zip(eps[:-1], delta[:-1], sens[:-1], b[:-1]):
+        assert _laplace_vector_reference(e, list(s / got)) <= dl * (1 + 1e-9)
+        assert _laplace_vector_reference(e, list(s / (got * (1 - 1e-6)))) > dl
 
 
 def test_vector_pld_brackets_monte_carlo_for_p3():
@@ -335,15 +398,15 @@ def test_vector_gaussian_equals_scalar_l2_and_dp_accounting():
 
 
 def test_laplace_l1_ball_worst_case_is_one_coordinate():
-    """p = 1 over the ℓ1 ball of radius 1: every split of the shift gives a δ(ε) below the single
-    coordinate's (the classical Laplace mechanism), the PLD's upper bound against the closed form."""
+    """p = 1 over the ℓ1 ball of radius 1: every split of the shift (300 random splits over 2–4
+    coordinates, the closed form's upper bound) gives a δ(ε) at or below the single coordinate's
+    (the classical Laplace mechanism, 1 − e^{(ε − 1)/2})."""
     rng = np.random.default_rng(5)
-    eps = jnp.asarray([0.05, 0.3, 0.7])
-    single = np.asarray(gg_exact.shift_delta(eps, 1.0, 1.0, 1.0))
-    for r in (2, 3, 2, 3):
-        split = rng.dirichlet(np.ones(r))
-        upper, _ = gg_exact.vector_delta(eps, split, 1.0, 1.0)
-        assert np.all(np.asarray(upper) <= single)
+    for r in (2, 3, 4):
+        split = rng.dirichlet(np.ones(r) * 0.5, size=100)
+        eps = rng.uniform(0.0, 1.0, 100)
+        upper, _ = laplace_vector.laplace_vector_delta(jnp.asarray(eps), jnp.asarray(split))
+        assert np.all(np.asarray(upper) <= -np.expm1((eps - 1.0) / 2) * (1 + 1e-12))
 
 
 @pytest.mark.parametrize("p", [1.0, 1.5, 2.0, 3.0, 8.0])
@@ -397,5 +460,9 @@ def test_bad_inputs_name_the_argument():
         gg_probabilistic.lemma5_scale(KEY, 1.0, 0.01, [1.0], 2.5)
     with pytest.raises(ValueError, match="threshold"):
         gg_probabilistic.lemma5_scale(KEY, 1.0, 0.01, [1.0], 2, threshold="paper")
+    with pytest.raises(ValueError, match="p must be an integer >= 2"):
+        gg_probabilistic.lemma5_scale(KEY, 1.0, 0.01, [1.0], [2, 1])
+    with pytest.raises(ValueError, match="scalar eps and delta"):
+        gg_exact.calibrate_vector([1.0, 2.0], 0.01, [1.0, 0.5], 3.0)
     with pytest.raises(ValueError, match="b must be > 0"):
         gg_pure.log_truncation_mass(0.0, 0.0, 2.0, -1.0, 1.0)

@@ -8,8 +8,10 @@ Liu; MATH.md §9), one module per concern:
   threshold), Lemma 10 / eq. (18), the classical eq. (19), Lemma 11 (corrected constant);
 * :mod:`.exponential` — the exponential mechanism, Lemmas 7–9;
 * :mod:`.gg_exact` — beyond the paper: the exact (ε, δ)-DP δ of GG noise (closed form for a
-  scalar query, pessimistic PLD composition for a vector) and the smallest b that meets it.
+  scalar query and for Laplace or Gaussian noise on a vector, pessimistic PLD composition for other
+  p) and the smallest b that meets it;
+* :mod:`.laplace_vector` — the closed-form δ(ε) of the Laplace mechanism on a vector query.
 """
-from . import exponential, gg_exact, gg_probabilistic, gg_pure, sensitivity  # noqa: F401
+from . import exponential, gg_exact, gg_probabilistic, gg_pure, laplace_vector, sensitivity  # noqa: F401
 
-__all__ = ["exponential", "gg_exact", "gg_probabilistic", "gg_pure", "sensitivity"]
+__all__ = ["exponential", "gg_exact", "gg_probabilistic", "gg_pure", "laplace_vector", "sensitivity"]

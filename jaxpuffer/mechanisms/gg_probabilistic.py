@@ -87,18 +87,22 @@ def variance_ratio_gaussian_to_laplace(eps, delta):
 _NEWTON_STEPS = 30
 
 
-def _lemma5_roots(z, sens, lp_power, eps, p: int, printed: bool):
+def _lemma5_roots(z, coef_table, lp_power, eps, printed: bool):
     """Per draw, the v = 1/b at which Σ_k a_k = threshold: with e_k = b z_k, dividing by b^p,
     g(v) = Σ_{j=1}^{p−1} c_j v^j + κ v^p = T, c_j = C(p,j) Σ_k |z_k|^{p−j} Δ_k^j, κ = Δ^p, T = ε
     (corrected) or κ = ε Δ^p, T = 1 (printed); g is increasing and convex on v > 0: Newton from
-    the right (v₀ = min_j (T/c_j)^{1/j}, where one term alone reaches T) converges monotonically."""
+    the right (v₀ = min_j (T/c_j)^{1/j}, where one term alone reaches T) converges monotonically.
+    ``coef_table`` (3, degree, r): per power j = 1 … degree, the weights C(p, j) Δ_k^j, the
+    exponents p − j of |z_k|, and 1 where j < p (0 above: one table shape serves every p up to
+    the degree); the power j = p carries κ."""
+    weight, expo, below = coef_table
+    degree = weight.shape[0]
     az = jnp.abs(z)[..., None, :]  # (draws, 1, r)
-    j = jnp.arange(1, p, dtype=jnp.float64)[:, None]  # (p − 1, 1)
-    binom = jnp.asarray([math.comb(p, int(k)) for k in range(1, p)], jnp.float64)[:, None]
-    coef = jnp.concatenate([jnp.sum(binom * az ** (p - j) * sens**j, axis=-1), jnp.broadcast_to(lp_power, az.shape[:-2] + (1,))], axis=-1)
-    coef = coef * jnp.where(printed, jnp.concatenate([jnp.ones(p - 1), eps[None]]), 1.0)  # κ = ε Δ^p
+    powers = jnp.arange(1, degree + 1, dtype=jnp.float64)
+    is_top = (below[:, 0] == 0) & (jnp.concatenate([jnp.ones(1), below[:-1, 0]]) == 1)  # j = p
+    kappa = lp_power * jnp.where(printed, eps, 1.0)
+    coef = jnp.sum(weight * jnp.where(below > 0, az ** expo, 0.0), axis=-1) + jnp.where(is_top, kappa, 0.0)
     target = jnp.where(printed, 1.0, eps)
-    powers = jnp.arange(1, p + 1, dtype=jnp.float64)
     v0 = jnp.min(jnp.where(coef > 0, (target / jnp.where(coef > 0, coef, 1.0)) ** (1.0 / powers), jnp.inf), axis=-1)
 
     def newton(_, v):
@@ -109,22 +113,40 @@ def _lemma5_roots(z, sens, lp_power, eps, p: int, printed: bool):
     return jax.lax.fori_loop(0, _NEWTON_STEPS, newton, v0)
 
 
+def _coefficient_tables(orders, sens, degree: int):
+    """Per order p (static integers): the (3, degree, r) table of :func:`_lemma5_roots`, exact
+    binomials from ``math.comb``."""
+    sens = np.asarray(sens, np.float64)
+    tables = []
+    for p in orders:
+        j = np.arange(1, degree + 1)[:, None]
+        below = np.broadcast_to((j < p).astype(np.float64), (degree, sens.size))
+        weight = np.where(j < p, np.array([[math.comb(p, int(k)) if k < p else 0 for k in j[:, 0]]]).T * sens ** np.minimum(j, p), 0.0)
+        tables.append(np.stack([weight, np.broadcast_to(np.maximum(p - j, 0).astype(np.float64), below.shape), below]))
+    return jnp.asarray(np.stack(tables))
+
+
 def lemma5_scale(key, eps, delta, coordinate_sensitivities, p, *, lp_sensitivity=None, draws: int = 1_000_000,
                  confidence: float = 0.95, threshold: str = "corrected"):
     """Lemma 5: the smallest b with P̂(Σ_k a_k > ε b^p − Δ_{s,p}^p) < δ over ``draws`` Monte Carlo draws of
-    the noise z ~ GG(0, 1, p)^r (the same draws for every ε, δ: one key, one set).
+    the noise z ~ GG(0, 1, p)^r (the same draws for every ε, δ: one key, one set per p).
 
     Returns ``(b, b_upper)``: ``b`` is the Monte Carlo answer (fewer than δ·draws draws fail);
     ``b_upper`` ≥ b is the one-sided ``confidence`` answer: the Clopper–Pearson upper bound of the
     failure probability is < δ (NaN where ``draws`` are too few for that: even 0 failures leave the
-    bound ≥ δ). ε and δ broadcast (a grid is one call).
+    bound ≥ δ). ε and δ broadcast (a grid is one call); ``p`` is an integer ≥ 2 or a sequence of
+    them (a leading axis of the result; every p in one compiled program, its draws from the same
+    key as a single-p call, so the answers are the same).
 
     ``threshold="printed"`` uses the paper's b^p − Δ_{s,p}^p ε (an erratum; for comparison only).
     p must be an integer ≥ 2 (Lemma 5's binomial expansion); Δ_{s,p} defaults to Lemma 2.
     """
-    p_int = int(_gg.order(p, integer=True))
-    if p_int < 2:
-        raise ValueError(f"p must be an integer >= 2 for Lemma 5 (p = 1 is the Laplace mechanism, ε-DP with b = Δ/ε); got {p!r}")
+    orders = [int(_gg.order(q, integer=True)) for q in np.atleast_1d(np.asarray(p, dtype=object))]
+    if np.ndim(p) > 1 or not orders:
+        raise ValueError(f"p must be an integer >= 2 or a sequence of them; got {p!r}")
+    for q in orders:
+        if q < 2:
+            raise ValueError(f"p must be an integer >= 2 for Lemma 5 (p = 1 is the Laplace mechanism, ε-DP with b = Δ/ε); got {p!r}")
     _validate.choice("threshold", threshold, ("corrected", "printed"))
     if not (isinstance(draws, (int, np.integer)) and draws >= 100):
         raise ValueError(f"draws must be an integer >= 100; got {draws!r}")
@@ -136,19 +158,22 @@ def lemma5_scale(key, eps, delta, coordinate_sensitivities, p, *, lp_sensitivity
     if sens.ndim != 1:
         raise ValueError(f"coordinate_sensitivities must be one vector (r,); got shape {sens.shape}")
     if lp_sensitivity is None:
-        lp_power = jnp.sum(sens**p_int)  # Lemma 2
+        lp_power = jnp.asarray([jnp.sum(sens**q) for q in orders])  # Lemma 2
     else:
-        lp_power = _validate.float_array("lp_sensitivity", lp_sensitivity) ** p_int
-        _validate.nonnegative("lp_sensitivity", lp_power)
+        lp = _validate.float_array("lp_sensitivity", lp_sensitivity)
+        _validate.nonnegative("lp_sensitivity", lp)
+        lp_power = jnp.asarray([lp**q for q in orders])
     shape = _validate.broadcast_shapes(eps=eps.shape, delta=delta.shape)
     eps_b = jnp.broadcast_to(eps, shape).ravel()
     # allowed failing draws: MC (fewer than δ·n) and Clopper–Pearson (upper bound < δ)
     deltas = np.broadcast_to(np.asarray(delta), shape).ravel()
     k_mc = np.ceil(deltas * draws).astype(np.int64) - 1
     k_cp = _clopper_pearson_allowance(deltas, draws, confidence)
-    z = jax.random.generalized_normal(key, float(p_int), (draws, sens.shape[0]), jnp.float64)
-    b, b_up = _lemma5_solve(z, sens, lp_power, eps_b, jnp.asarray(k_mc), jnp.asarray(k_cp), p_int, threshold == "printed")
-    return b.reshape(shape), b_up.reshape(shape)
+    tables = _coefficient_tables(orders, np.asarray(sens), max(orders))
+    b, b_up = _lemma5_solve(key, jnp.asarray(orders, jnp.float64), tables, lp_power, eps_b, jnp.asarray(k_mc), jnp.asarray(k_cp),
+                            draws, threshold == "printed")
+    lead = () if np.ndim(p) == 0 else (len(orders),)
+    return b.reshape(lead + shape), b_up.reshape(lead + shape)
 
 
 def _clopper_pearson_allowance(deltas, n, confidence):
@@ -167,10 +192,17 @@ def _clopper_pearson_allowance(deltas, n, confidence):
     return out
 
 
-@functools.partial(jax.jit, static_argnames=("p", "printed"))
-def _lemma5_solve(z, sens, lp_power, eps, k_mc, k_cp, p: int, printed: bool):
-    roots = jax.vmap(lambda e: jnp.sort(_lemma5_roots(z, sens, lp_power, e, p, printed)))(eps)  # (grid, draws)
-    # draws failing at v = 1/b: those with root < v. Allowing k of them: v = the (k + 1)-th root
-    pick = lambda k: jnp.take_along_axis(roots, jnp.clip(k, 0, roots.shape[-1] - 1)[:, None], axis=-1)[:, 0]  # noqa: E731
-    to_b = lambda k: jnp.where(k >= 0, 1.0 / pick(k), jnp.nan)  # noqa: E731  (k < 0: δ·n < 1, no answer)
-    return to_b(k_mc), to_b(k_cp)
+@functools.partial(jax.jit, static_argnames=("draws", "printed"))
+def _lemma5_solve(key, orders, tables, lp_power, eps, k_mc, k_cp, draws: int, printed: bool):
+    r = tables.shape[-1]
+
+    def one_order(args):  # one p: its draws, the sorted roots per ε, the order statistics
+        p, table, kappa = args
+        z = jax.random.generalized_normal(key, p, (draws, r), jnp.float64)
+        roots = jax.vmap(lambda e: jnp.sort(_lemma5_roots(z, table, kappa, e, printed)))(eps)  # (grid, draws)
+        # draws failing at v = 1/b: those with root < v. Allowing k of them: v = the (k + 1)-th root
+        pick = lambda k: jnp.take_along_axis(roots, jnp.clip(k, 0, draws - 1)[:, None], axis=-1)[:, 0]  # noqa: E731
+        to_b = lambda k: jnp.where(k >= 0, 1.0 / pick(k), jnp.nan)  # noqa: E731  (k < 0: δ·n < 1, no answer)
+        return to_b(k_mc), to_b(k_cp)
+
+    return jax.lax.map(one_order, (orders, tables, lp_power))
