@@ -344,17 +344,21 @@ def test_vector_laplace_closed_form_against_quadrature_reference():
         assert float(lower) <= ref * (1 + 1e-12) and ref * (1 - 1e-12) <= float(upper) <= ref * (1 + 1e-10) + 1e-300
 
 
+@pytest.mark.parametrize("p", [1.0, 2.0])
 @pytest.mark.parametrize("sens", [[1.0], [1.0, 0.1, 0.05]])
-def test_vector_laplace_equals_dp_accounting(sens):
-    """The issue's check: p = 1, r = 1 and r = 3, against dp_accounting's connect-the-dots Laplace
-    PLD (step 1e-4, composed over the coordinates) to 1e-6, at δ between 3e-3 and 0.6."""
+def test_vector_delta_equals_dp_accounting(sens, p):
+    """The issue's check: p = 1 and 2, r = 1 and r = 3, against dp_accounting's connect-the-dots
+    Laplace and Gaussian PLDs (std b/√2; step 1e-4, composed over the coordinates) to 1e-6, at δ
+    between 3e-3 and 0.8."""
+    make = pld_lib.from_laplace_mechanism if p == 1.0 else pld_lib.from_gaussian_mechanism
+    scale = 1.0 if p == 1.0 else 1.0 / math.sqrt(2.0)
     for eps, b in [(0.5, 1.0), (1.0, 1.0), (0.2, 2.0), (1.0, 1.12), (0.3, 0.5)]:
         pld = None
         for v in sens:
-            one = pld_lib.from_laplace_mechanism(b, sensitivity=v, value_discretization_interval=1e-4)
+            one = make(b * scale, sensitivity=v, value_discretization_interval=1e-4)
             pld = one if pld is None else pld.compose(one)
         ref = pld.get_delta_for_epsilon(eps)
-        upper, _ = gg_exact.vector_delta(eps, sens, b, 1.0)
+        upper, _ = gg_exact.vector_delta(eps, sens, b, p)
         assert float(upper) == pytest.approx(ref, rel=1e-6)
 
 
