@@ -466,6 +466,8 @@ def test_bad_inputs_name_the_argument():
         gg_probabilistic.lemma5_scale(KEY, 1.0, 0.01, [1.0], 2, threshold="paper")
     with pytest.raises(ValueError, match="p must be an integer >= 2"):
         gg_probabilistic.lemma5_scale(KEY, 1.0, 0.01, [1.0], [2, 1])
+    with pytest.raises(ValueError, match="at most 8"):
+        laplace_vector.laplace_vector_delta(jnp.float64(1.0), jnp.ones(9))
     with pytest.raises(ValueError, match="scalar eps and delta"):
         gg_exact.calibrate_vector([1.0, 2.0], 0.01, [1.0, 0.5], 3.0)
     with pytest.raises(ValueError, match="b must be > 0"):

@@ -74,6 +74,9 @@ def laplace_vector_delta(eps, d):
     ``d`` (..., r) the shifts in units of the scale (Δ_k/b ≥ 0, finite), r ≤ :data:`MAX_COORDINATES`.
     Closed form of the module docstring; the bounds are the sum ± its rounding allowance. jit-able."""
     r = d.shape[-1]
+    if r > MAX_COORDINATES:  # a static shape: checked under jit too
+        raise ValueError(f"d has {r} coordinates; the closed form takes at most {MAX_COORDINATES} (4^r terms): "
+                         "use gg_exact.vector_delta, which falls back to the PLD grid")
     states = _states(r)
     plus, minus, cont, in_j = (states == 0), (states == 1), (states >= 2), (states == 3)
     m_int = cont.sum(-1)
