@@ -11,19 +11,36 @@ against a per-pair loop in the same process (both warm), at equal accuracy:
 
 The loops run on a subset (``--baseline-pairs``) and are compared per pair.
 
-Usage: python bench_leakage.py [--pairs 10000] [--baseline-pairs 300] [--draws 2000]
+The process runs on one core by default (``--cores 0`` lifts that): on this 2-core machine
+jaxlib 0.10.2's CPU client deadlocks on the d = 5 blocks when it has two (every thread asleep in
+``BlockUntilReady``; ``--xla_cpu_multi_thread_eigen=false`` does not avoid it, one core does), and
+the per-pair loops it is compared with are single-threaded anyway.
+
+Usage: python bench_leakage.py [--pairs 10000] [--baseline-pairs 300] [--draws 2000] [--cores 1]
 """
 import argparse
 import math
+import os
+import sys
 
-import jax
-import jax.numpy as jnp
-import numpy as np
 
-from _timing import best_time
-from jaxpuffer.leakage import MultivariateGaussianMixture as MGM
-from jaxpuffer.leakage import references
-from jaxpuffer.leakage.quadrature import kl_gauss_legendre_1d
+def _pin_cores(argv):
+    """Restrict this process to the first ``--cores`` CPUs before JAX starts its thread pools."""
+    cores = int(argv[argv.index("--cores") + 1]) if "--cores" in argv else 1
+    if cores > 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+
+
+_pin_cores(sys.argv)
+
+import jax  # noqa: E402  (after the affinity is set)
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from _timing import best_time  # noqa: E402
+from jaxpuffer.leakage import MultivariateGaussianMixture as MGM  # noqa: E402
+from jaxpuffer.leakage import references  # noqa: E402
+from jaxpuffer.leakage.quadrature import kl_gauss_legendre_1d  # noqa: E402
 
 
 def _random_pairs(rng, n, d):
@@ -64,6 +81,7 @@ def main():
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--baseline-pairs", type=int, default=300)
     parser.add_argument("--draws", type=int, default=2_000)
+    parser.add_argument("--cores", type=int, default=1, help="CPUs to run on (0: all); read before JAX starts")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     n, k = args.pairs, args.baseline_pairs
