@@ -39,7 +39,7 @@ import numpy as np
 
 MAX_COORDINATES = 8  # 4^8 = 65,536 terms per evaluation
 _SERIES_TERMS = 24  # j < 24 covers x ≤ 10 to far below an ulp (10^49/49! ≈ e^−42 · e^10)
-_SERIES_SWITCH = 10.0  # above: the closed form, whose subtracted part is < 20 % of it
+_SERIES_SWITCH = 10.0  # above: the closed form; its subtracted part is at most ~40 % of it (m = 8, x = 10): no cancellation
 _EPS = float(np.finfo(np.float64).eps)
 
 
