@@ -87,21 +87,18 @@ def variance_ratio_gaussian_to_laplace(eps, delta):
 _NEWTON_STEPS = 30
 
 
-def _lemma5_roots(z, coef_table, lp_power, eps, printed: bool):
+def _lemma5_roots(z, weights, p, lp_power, eps, printed: bool):
     """Per draw, the v = 1/b at which Σ_k a_k = threshold: with e_k = b z_k, dividing by b^p,
     g(v) = Σ_{j=1}^{p−1} c_j v^j + κ v^p = T, c_j = C(p,j) Σ_k |z_k|^{p−j} Δ_k^j, κ = Δ^p, T = ε
     (corrected) or κ = ε Δ^p, T = 1 (printed); g is increasing and convex on v > 0: Newton from
     the right (v₀ = min_j (T/c_j)^{1/j}, where one term alone reaches T) converges monotonically.
-    ``coef_table`` (3, degree, r): per power j = 1 … degree, the weights C(p, j) Δ_k^j, the
-    exponents p − j of |z_k|, and 1 where j < p (0 above: one table shape serves every p up to
-    the degree); the power j = p carries κ."""
-    weight, expo, below = coef_table
-    degree = weight.shape[0]
+    ``weights`` (degree, r): C(p, j) Δ_k^j for the powers j = 1 … degree, 0 from j = p on (one
+    shape serves every p up to the degree); the power j = p carries κ."""
+    powers = jnp.arange(1, weights.shape[0] + 1, dtype=jnp.float64)
     az = jnp.abs(z)[..., None, :]  # (draws, 1, r)
-    powers = jnp.arange(1, degree + 1, dtype=jnp.float64)
-    is_top = (below[:, 0] == 0) & (jnp.concatenate([jnp.ones(1), below[:-1, 0]]) == 1)  # j = p
+    below = (powers < p)[:, None]
     kappa = lp_power * jnp.where(printed, eps, 1.0)
-    coef = jnp.sum(weight * jnp.where(below > 0, az ** expo, 0.0), axis=-1) + jnp.where(is_top, kappa, 0.0)
+    coef = jnp.sum(weights * jnp.where(below, az ** (p - powers)[:, None], 0.0), axis=-1) + jnp.where(powers == p, kappa, 0.0)
     target = jnp.where(printed, 1.0, eps)
     v0 = jnp.min(jnp.where(coef > 0, (target / jnp.where(coef > 0, coef, 1.0)) ** (1.0 / powers), jnp.inf), axis=-1)
 
@@ -113,17 +110,12 @@ def _lemma5_roots(z, coef_table, lp_power, eps, printed: bool):
     return jax.lax.fori_loop(0, _NEWTON_STEPS, newton, v0)
 
 
-def _coefficient_tables(orders, sens, degree: int):
-    """Per order p (static integers): the (3, degree, r) table of :func:`_lemma5_roots`, exact
-    binomials from ``math.comb``."""
+def _binomial_weights(orders, sens, degree: int):
+    """Per order p (static integers): the (degree, r) weights C(p, j) Δ_k^j of :func:`_lemma5_roots`
+    for j < p (0 from j = p on), exact binomials from ``math.comb``."""
     sens = np.asarray(sens, np.float64)
-    tables = []
-    for p in orders:
-        j = np.arange(1, degree + 1)[:, None]
-        below = np.broadcast_to((j < p).astype(np.float64), (degree, sens.size))
-        weight = np.where(j < p, np.array([[math.comb(p, int(k)) if k < p else 0 for k in j[:, 0]]]).T * sens ** np.minimum(j, p), 0.0)
-        tables.append(np.stack([weight, np.broadcast_to(np.maximum(p - j, 0).astype(np.float64), below.shape), below]))
-    return jnp.asarray(np.stack(tables))
+    j = np.arange(1, degree + 1)[:, None]
+    return jnp.asarray(np.stack([np.where(j < p, np.vectorize(math.comb)(p, j) * sens**j, 0.0) for p in orders]))
 
 
 def lemma5_scale(key, eps, delta, coordinate_sensitivities, p, *, lp_sensitivity=None, draws: int = 1_000_000,
@@ -169,8 +161,8 @@ def lemma5_scale(key, eps, delta, coordinate_sensitivities, p, *, lp_sensitivity
     deltas = np.broadcast_to(np.asarray(delta), shape).ravel()
     k_mc = np.ceil(deltas * draws).astype(np.int64) - 1
     k_cp = _clopper_pearson_allowance(deltas, draws, confidence)
-    tables = _coefficient_tables(orders, np.asarray(sens), max(orders))
-    b, b_up = _lemma5_solve(key, jnp.asarray(orders, jnp.float64), tables, lp_power, eps_b, jnp.asarray(k_mc), jnp.asarray(k_cp),
+    weights = _binomial_weights(orders, np.asarray(sens), max(orders))
+    b, b_up = _lemma5_solve(key, jnp.asarray(orders, jnp.float64), weights, lp_power, eps_b, jnp.asarray(k_mc), jnp.asarray(k_cp),
                             draws, threshold == "printed")
     lead = () if np.ndim(p) == 0 else (len(orders),)
     return b.reshape(lead + shape), b_up.reshape(lead + shape)
@@ -193,16 +185,16 @@ def _clopper_pearson_allowance(deltas, n, confidence):
 
 
 @functools.partial(jax.jit, static_argnames=("draws", "printed"))
-def _lemma5_solve(key, orders, tables, lp_power, eps, k_mc, k_cp, draws: int, printed: bool):
-    r = tables.shape[-1]
+def _lemma5_solve(key, orders, weights, lp_power, eps, k_mc, k_cp, draws: int, printed: bool):
+    r = weights.shape[-1]
 
     def one_order(args):  # one p: its draws, the sorted roots per ε, the order statistics
-        p, table, kappa = args
+        p, weight, kappa = args
         z = jax.random.generalized_normal(key, p, (draws, r), jnp.float64)
-        roots = jax.vmap(lambda e: jnp.sort(_lemma5_roots(z, table, kappa, e, printed)))(eps)  # (grid, draws)
+        roots = jax.vmap(lambda e: jnp.sort(_lemma5_roots(z, weight, p, kappa, e, printed)))(eps)  # (grid, draws)
         # draws failing at v = 1/b: those with root < v. Allowing k of them: v = the (k + 1)-th root
         pick = lambda k: jnp.take_along_axis(roots, jnp.clip(k, 0, draws - 1)[:, None], axis=-1)[:, 0]  # noqa: E731
         to_b = lambda k: jnp.where(k >= 0, 1.0 / pick(k), jnp.nan)  # noqa: E731  (k < 0: δ·n < 1, no answer)
         return to_b(k_mc), to_b(k_cp)
 
-    return jax.lax.map(one_order, (orders, tables, lp_power))
+    return jax.lax.map(one_order, (orders, weights, lp_power))
