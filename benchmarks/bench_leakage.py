@@ -21,17 +21,21 @@ Usage: python bench_leakage.py [--pairs 10000] [--baseline-pairs 300] [--draws 2
 import argparse
 import math
 import os
-import sys
 
 
-def _pin_cores(argv):
-    """Restrict this process to the first ``--cores`` CPUs before JAX starts its thread pools."""
-    cores = int(argv[argv.index("--cores") + 1]) if "--cores" in argv else 1
-    if cores > 0 and hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:cores])
+def _parser():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=10_000)
+    parser.add_argument("--baseline-pairs", type=int, default=300)
+    parser.add_argument("--draws", type=int, default=2_000)
+    parser.add_argument("--cores", type=int, default=1, help="CPUs to run on (0: all); applied before JAX starts")
+    return parser
 
 
-_pin_cores(sys.argv)
+if __name__ == "__main__":  # restrict the process to the first --cores CPUs before JAX starts its thread pools
+    _cores = _parser().parse_args().cores
+    if _cores > 0 and hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:_cores])
 
 import jax  # noqa: E402  (after the affinity is set)
 import jax.numpy as jnp  # noqa: E402
@@ -77,12 +81,7 @@ def _numpy_kl_mc(rng, p, q, draws):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--pairs", type=int, default=10_000)
-    parser.add_argument("--baseline-pairs", type=int, default=300)
-    parser.add_argument("--draws", type=int, default=2_000)
-    parser.add_argument("--cores", type=int, default=1, help="CPUs to run on (0: all); read before JAX starts")
-    args = parser.parse_args()
+    args = _parser().parse_args()
     rng = np.random.default_rng(0)
     n, k = args.pairs, args.baseline_pairs
 
