@@ -11,12 +11,12 @@ against a per-pair loop in the same process (both warm), at equal accuracy:
 
 The loops run on a subset (``--baseline-pairs``) and are compared per pair.
 
-The process runs on one core by default (``--cores 0`` lifts that): on this 2-core machine
-jaxlib 0.10.2's CPU client deadlocks on the d = 5 blocks when it has two (every thread asleep in
-``BlockUntilReady``; ``--xla_cpu_multi_thread_eigen=false`` does not avoid it, one core does), and
-the per-pair loops it is compared with are single-threaded anyway.
+``--cores N`` runs the process on its first N CPUs (default 0: all). On this 2-core machine
+jaxlib 0.10.2's CPU runtime deadlocked on the d = 5 blocks with two until jaxpuffer's import
+guard (:mod:`jaxpuffer._xla_guard`: two batched LAPACK kernels side by side wait for each other's
+thread pool); ``--cores 1`` gives the single-threaded figure, like the per-pair loops'.
 
-Usage: python bench_leakage.py [--pairs 10000] [--baseline-pairs 300] [--draws 2000] [--cores 1]
+Usage: python bench_leakage.py [--pairs 10000] [--baseline-pairs 300] [--draws 2000] [--cores 0]
 """
 import argparse
 import math
@@ -28,7 +28,7 @@ def _parser():
     parser.add_argument("--pairs", type=int, default=10_000)
     parser.add_argument("--baseline-pairs", type=int, default=300)
     parser.add_argument("--draws", type=int, default=2_000)
-    parser.add_argument("--cores", type=int, default=1, help="CPUs to run on (0: all); applied before JAX starts")
+    parser.add_argument("--cores", type=int, default=0, help="CPUs to run on (0: all); applied before JAX starts")
     return parser
 
 

@@ -5,6 +5,10 @@ import jax as _jax
 # process (the same switch as JAX_ENABLE_X64=1), before any array is created here.
 _jax.config.update("jax_enable_x64", True)
 
+from ._xla_guard import guard_from_environment as _guard_xla  # noqa: E402
+
+_guard_xla()  # XLA:CPU's concurrent schedule can deadlock jaxlib's batched LAPACK kernels on few cores
+
 from ._cache import enable_from_environment as _enable_cache  # noqa: E402
 
 _enable_cache()  # JAX's persistent compile cache in ~/.cache/jaxpuffer (JAXPUFFER_CACHE=0: off)

@@ -5,7 +5,8 @@ Wu; MATH.md §10), one module per concern:
 * :mod:`.masking` — the masking mechanism (Algorithm 1), batched over keys;
 * :mod:`.moments` — the closed-form moments E_P[R^k] (Lemma 3.1, eqs. (12)–(13));
 * :mod:`.series` — the Taylor and Legendre series for entropy, cross-entropy and KL (eqs. (14)–(17),
-  Theorem 4.2) with the errata corrected and their float64 rounding bounded;
+  Theorem 4.2) with the errata corrected and their float64 rounding bounded (pure JAX: vmap over
+  pairs, grad in the parameters);
 * :mod:`.bounds` — certified lower and upper bounds on KL (Hershey & Olsen; Durrieu et al.) and an
   upper bound on the Rényi divergence (joint convexity), any d;
 * :mod:`.information` — mutual information of a Gaussian release, I(X; Y) and a secret's I(S; Y),
@@ -19,8 +20,8 @@ Wu; MATH.md §10), one module per concern:
   interval, and the Rényi → (ε, δ) conversion.
 
 EM in d dimensions is :func:`jaxpuffer.fit_gmm_nd`; ``examples/gmm_masking.py`` runs it all on
-the Adult file. Not yet here (issue 14): dist_GMM in d > 1, calibration of the masking noise
-itself (Algorithm 1 is random).
+the Adult file. Not here: calibration of the masking noise of Algorithm 1 itself (the release it
+masks is random); :mod:`.calibration` calibrates additive Gaussian noise on the released value.
 """
 from . import bounds, calibration, distance, information, masking, moments, quadrature, references, series  # noqa: F401
 from .mixtures import MultivariateGaussianMixture  # noqa: F401

@@ -7,7 +7,8 @@ multisets j), so E_P[R^k] = Σ_i w_i Σ_j C(k; j) Π_t v_t^{j_t} ∫ N_i Π_t M_
 integral of a product of Gaussian densities (with multiplicities n_s) is closed form:
 Λ = Σ_s n_s S_s⁻¹, η = Σ_s n_s S_s⁻¹ m_s, c = Σ_s n_s m_sᵀ S_s⁻¹ m_s,
 log ∫ = −½ Σ_s n_s (d log 2π + log|S_s|) + (d/2) log 2π − ½ log|Λ| − ½ (c − ηᵀ Λ⁻¹ η).
-The sum runs in log space (logsumexp). The paper's printed eqs. (12)–(13) garble this (Σ written
+The sum runs in log space (logsumexp). In d = 1 every quantity is a scalar (matrix products over
+the multisets, no batched LAPACK call). The paper's printed eqs. (12)–(13) garble this (Σ written
 with 1/j_t, the normalisers as N(0|μ, Σ) ratios); this is the identity they abbreviate.
 """
 
@@ -34,14 +35,20 @@ def _log_product_integral(counts, means, precisions, log_dets):
     """log ∫ Π_s N(x | m_s, S_s)^{n_s} dx for each row of ``counts`` (…, S) (the S components'
     means (S, d), precisions S⁻¹ (S, d, d) and log|S| (S,) shared)."""
     d = means.shape[-1]
-    lam = jnp.einsum("...s,sij->...ij", counts, precisions)
-    eta = jnp.einsum("...s,sij,sj->...i", counts, precisions, means)
-    c = jnp.einsum("...s,si,sij,sj->...", counts, means, precisions, means)
-    chol = jnp.linalg.cholesky(lam)
-    y = jax.scipy.linalg.solve_triangular(chol, eta[..., None], lower=True)[..., 0]
-    log_det_lam = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+    if d == 1:  # scalars: matrix products, no batched LAPACK call per multiset and component
+        prec, m = precisions[:, 0, 0], means[:, 0]
+        lam, eta, c = counts @ prec, counts @ (prec * m), counts @ (prec * m * m)
+        log_det_lam, quad = jnp.log(lam), eta**2 / lam
+    else:
+        lam = jnp.einsum("...s,sij->...ij", counts, precisions)
+        eta = jnp.einsum("...s,sij,sj->...i", counts, precisions, means)
+        c = jnp.einsum("...s,si,sij,sj->...", counts, means, precisions, means)
+        chol = jnp.linalg.cholesky(lam)
+        y = jax.scipy.linalg.solve_triangular(chol, eta[..., None], lower=True)[..., 0]
+        log_det_lam = 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol, axis1=-2, axis2=-1)), axis=-1)
+        quad = jnp.sum(y * y, axis=-1)
     n = jnp.sum(counts, axis=-1)
-    return -0.5 * (n * d * math.log(2 * math.pi) + counts @ log_dets) + 0.5 * d * math.log(2 * math.pi) - 0.5 * log_det_lam - 0.5 * (c - jnp.sum(y * y, axis=-1))
+    return -0.5 * (n * d * math.log(2 * math.pi) + counts @ log_dets) + 0.5 * d * math.log(2 * math.pi) - 0.5 * log_det_lam - 0.5 * (c - quad)
 
 
 def log_power_moment(p, r, k: int):
@@ -60,8 +67,10 @@ def log_power_moments(p, r, kmax: int):
     order = np.concatenate([np.full(b[0].shape[0], k) for k, b in enumerate(blocks, start=1)])
     stacked = jnp.concatenate([p.covs, r.covs], axis=0)  # P's components first, then R's
     means = jnp.concatenate([p.means, r.means], axis=0)
-    precisions = jnp.linalg.inv(stacked)
-    log_dets = jnp.linalg.slogdet(stacked)[1]
+    if p.dim == 1:
+        precisions, log_dets = 1.0 / stacked, jnp.log(stacked[:, 0, 0])
+    else:
+        precisions, log_dets = jnp.linalg.inv(stacked), jnp.linalg.slogdet(stacked)[1]
     kp, j = p.components, rows.shape[0]
     counts = jnp.concatenate([jnp.broadcast_to(jnp.eye(kp), (j, kp, kp)), jnp.broadcast_to(rows[:, None, :], (j, kp, rows.shape[1]))], axis=-1)
     log_int = _log_product_integral(counts, means, precisions, log_dets)  # (J, K_P)
