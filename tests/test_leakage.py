@@ -427,6 +427,31 @@ def test_theorem_4_3_against_the_exact_mutual_information():
         information.theorem43_variance(a, b, 0.0)
 
 
+def test_noise_for_leakage_gradients_are_implicit():
+    """d σ / d θ of the bound-certified noise against central differences of the solved σ (the
+    bisection solves to ~1e-22 in log σ, so differences of 1e-5 resolve it); the bisection's own
+    derivative (its bracket ends move with the means, its answer with nothing) was wrong:
+    d σ / d μ_0 = −1.78 against −1.29, and 0 for the target."""
+    from jaxpuffer.leakage.calibration import KL, Renyi, SecretInformation, noise_for_leakage
+
+    for measure in (KL(), Renyi(2.0), SecretInformation(0.75)):
+        sigma = lambda m, t: noise_for_leakage(MGM.tree_unflatten(None, (P.weights, m, P.covs)), Q, t, measure)  # noqa: E731
+        d_means, d_target = jax.grad(sigma, argnums=(0, 1))(P.means, 0.01)
+        for c in range(2):
+            h = np.zeros((2, 1))
+            h[c, 0] = 1e-5
+            fd = (float(sigma(P.means + h, 0.01)) - float(sigma(P.means - h, 0.01))) / 2e-5
+            assert float(d_means[c, 0]) == pytest.approx(fd, rel=1e-6)
+        fd = (float(sigma(P.means, 0.01 * (1 + 1e-6))) - float(sigma(P.means, 0.01 * (1 - 1e-6)))) / 2e-8
+        assert float(d_target) == pytest.approx(fd, rel=1e-6) and float(d_target) < 0
+    # no noise needed: σ = 0 and its gradient 0; batched gradients (vmap of grad) equal single ones
+    assert float(jax.grad(lambda t: noise_for_leakage(P, Q, t))(1.0)) == 0.0
+    targets = jnp.array([0.01, 0.02])
+    batched = jax.vmap(jax.grad(lambda t: noise_for_leakage(P, Q, t)))(targets)
+    singles = [float(jax.grad(lambda t: noise_for_leakage(P, Q, t))(float(t))) for t in targets]
+    np.testing.assert_allclose(batched, singles, rtol=1e-12)
+
+
 def test_noise_for_renyi_and_information_targets():
     from jaxpuffer.leakage import bounds
     from jaxpuffer.leakage.calibration import KL, Renyi, SecretInformation, noise_for_leakage
