@@ -46,6 +46,23 @@ def illinois(fun, a, c, fa, fc, steps):
     return jnp.where(jnp.abs(fa) < jnp.abs(fc), a, c)
 
 
+def implicit_root(x, residual):
+    """``x`` unchanged in value, with the derivative of the implicit function theorem: where a loop
+    (a bisection) found x with residual(x; θ) ≈ 0, dx = −(∂r/∂θ · dθ)/(∂r/∂x), θ whatever
+    ``residual`` closes over. The loop's own derivative is meaningless (its bracket ends may move
+    with θ, its answer is a crossing); run the loop on ``stop_gradient``-ed inputs. Elementwise:
+    ``residual`` maps x (any shape) to one value per element, lane by lane. Written as
+    x + (r − r̄)·w with r̄ and w = −1/r̄′ held constant (``stop_gradient``), so it runs under jit,
+    vmap, jvp and grad without a custom rule, and its value is x exactly; a lane whose residual or
+    slope is not finite, or whose slope is 0 (no crossing to differentiate), gets derivative 0."""
+    x0 = jax.lax.stop_gradient(x)
+    r, slope = jax.jvp(residual, (x0,), (jnp.ones_like(x0),))
+    usable = jnp.isfinite(r) & jnp.isfinite(slope) & (slope != 0)
+    moved = jnp.where(usable, r, 0.0)
+    weight = jax.lax.stop_gradient(jnp.where(usable, -1.0 / jnp.where(usable, slope, 1.0), 0.0))
+    return x0 + (moved - jax.lax.stop_gradient(moved)) * weight
+
+
 def bisect(right_of, lo, hi, steps: int):
     """``steps`` halvings of the brackets [lo, hi] (elementwise): where ``right_of(mid)`` the answer
     lies right of mid (lo moves), else left (hi moves). Returns the final (lo, hi)."""

@@ -23,8 +23,8 @@ log σ finds the smallest σ at which it is ≤ target; the answer is the feasib
 the same arithmetic (so verified). True leakage ≤ bound ≤ target: the answer is safe, and at most
 as noisy as the bound is loose. Its derivatives (``jax.grad`` in the mixtures' parameters and the
 target) are implicit: at the crossing U(σ) = target, dσ = −(∂U/∂θ dθ − d target)/(∂U/∂σ)
-(``jax.custom_jvp``), not the bisection's own derivative (which is wrong: its bracket moves with the
-means).
+(:func:`jaxpuffer._roots.implicit_root`), not the bisection's own derivative (which is wrong: its
+bracket moves with the means).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from scipy import optimize
 
 from .. import _validate
-from .._roots import bisect
+from .._roots import bisect, implicit_root
 from .bounds import kl_upper, renyi_upper
 from .information import _validate_prior, secret_information_quadrature_1d, secret_information_upper
 from .mixtures import MultivariateGaussianMixture
@@ -97,33 +97,16 @@ def _bound_at(measure, log_sigma, p, q):
     return measure.upper(p.convolved(jnp.exp(log_sigma)), q.convolved(jnp.exp(log_sigma)))
 
 
-@functools.partial(jax.custom_jvp, nondiff_argnums=(3,))
-def _solve_noise(p, q, target, measure):
+@functools.partial(jax.jit, static_argnames=("measure",))
+def _noise_for(p, q, target, measure):
     spread = jnp.max(jnp.linalg.norm(p.means[:, None, :] - q.means[None, :, :], axis=-1))
     spread = jnp.maximum(spread, jnp.sqrt(jnp.max(jnp.concatenate([jnp.trace(p.covs, axis1=-2, axis2=-1), jnp.trace(q.covs, axis1=-2, axis2=-1)]))))
-    _, c = bisect(lambda mid: _bound_at(measure, mid, p, q) > target, jnp.log(spread) - 30.0, jnp.log(spread) + 30.0, _STEPS)
-    no_noise = measure.upper(p, q) <= target
-    found = _bound_at(measure, c, p, q) <= target  # (target carries a 1e-12 relative margin: see noise_for_leakage)
+    p_, q_, target_, spread = jax.lax.stop_gradient((p, q, target, spread))  # search and check on constants
+    _, c = bisect(lambda mid: _bound_at(measure, mid, p_, q_) > target_, jnp.log(spread) - 30.0, jnp.log(spread) + 30.0, _STEPS)
+    no_noise = measure.upper(p_, q_) <= target_
+    found = _bound_at(measure, c, p_, q_) <= target_  # (target carries a 1e-12 relative margin: see noise_for_leakage)
+    c = implicit_root(c, lambda log_sigma: _bound_at(measure, log_sigma, p, q) - target)  # d σ at the crossing
     return jnp.where(no_noise, 0.0, jnp.where(found, jnp.exp(c), jnp.nan))
-
-
-@_solve_noise.defjvp
-def _solve_noise_jvp(measure, primals, tangents):
-    """Implicit differentiation at the root of U(log σ; P, Q) = target (U the bound, non-increasing
-    in σ): dσ = −σ (∂U/∂θ · dθ − d target) / (∂U/∂ log σ), not through the bisection (whose bracket
-    ends move with the parameters but whose answer is a crossing). 0 where no noise is needed; NaN
-    where the search found no σ."""
-    p, q, target = primals
-    sigma = _solve_noise(p, q, target, measure)
-    solved = sigma > 0
-    log_sigma = jnp.log(jnp.where(solved, sigma, 1.0))
-    excess = lambda ls, p_, q_, t: _bound_at(measure, ls, p_, q_) - t  # noqa: E731
-    _, d_excess = jax.jvp(lambda p_, q_, t: excess(log_sigma, p_, q_, t), (p, q, target), tangents)
-    slope = jax.grad(excess)(log_sigma, p, q, target)
-    return sigma, jnp.where(solved, -sigma * d_excess / slope, jnp.where(jnp.isnan(sigma), jnp.nan, 0.0))
-
-
-_noise_for = jax.jit(_solve_noise, static_argnames=("measure",))
 
 
 def noise_for_leakage(p: MultivariateGaussianMixture, q: MultivariateGaussianMixture, target, measure=KL(), *, method: str = "bound"):

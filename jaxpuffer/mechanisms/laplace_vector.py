@@ -92,7 +92,9 @@ def laplace_vector_delta(eps, d):
     kappa = eps[..., None] - c
     whole = kappa <= -top
     # the choice's whole mass: continuous mass (1 − e^{−d})/2 per coordinate of C
-    log_mass = log_atoms + on(cont, jnp.log(-jnp.expm1(-dd) / 2.0))
+    # (a zero shift has no continuous mass: log 0 = −inf, taken without a log(0) whose derivative is NaN)
+    dd_pos = jnp.where(dd > 0, dd, 1.0)
+    log_mass = log_atoms + on(cont, jnp.where(dd > 0, jnp.log(-jnp.expm1(-dd_pos) / 2.0), -jnp.inf))
     t_whole = jnp.where(whole & no_j & (kappa < 0), jnp.exp(log_mass) * -jnp.expm1(jnp.minimum(kappa, 0.0)), 0.0)
     x = 0.5 * (u - kappa)
     live = ~whole & (m > 0) & (x > 0)
