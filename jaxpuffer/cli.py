@@ -23,7 +23,7 @@ import sys
 import numpy as np
 
 from .noise import kernels
-from .calibration import GAUSSIAN_NOISE_LEVELS, LEVELS, NOISES, SOLVERS, Calibration, calibrate
+from .calibration import LEVELS, NOISES, SOLVERS, Calibration, calibrate
 from .pairs import PairSet, concatenate, sum_query_presence
 from .priors import Discrete, Gaussian, GaussianMixture
 from .tau import METHODS as TAU_METHODS
