@@ -50,7 +50,8 @@ def implicit_root(x, residual):
     """``x`` unchanged in value, with the derivative of the implicit function theorem: where a loop
     (a bisection) found x with residual(x; θ) ≈ 0, dx = −(∂r/∂θ · dθ)/(∂r/∂x), θ whatever
     ``residual`` closes over. The loop's own derivative is meaningless (its bracket ends may move
-    with θ, its answer is a crossing); run the loop on ``stop_gradient``-ed inputs. Elementwise:
+    with θ, its answer is a crossing); run the loop on ``stop_gradient``-ed inputs (as
+    :func:`feasible_end` does). Elementwise:
     ``residual`` maps x (any shape) to one value per element, lane by lane. Written as
     x + (r − r̄)·w with r̄ and w = −1/r̄′ held constant (``stop_gradient``), so it runs under jit,
     vmap, jvp and grad without a custom rule, and its value is x exactly; a lane whose residual or
@@ -74,6 +75,19 @@ def bisect(right_of, lo, hi, steps: int):
         return jnp.where(go, mid, a), jnp.where(go, c, mid)
 
     return jax.lax.fori_loop(0, steps, halve, (lo, hi))
+
+
+def feasible_end(value, args, target, lo, hi, steps: int):
+    """The smallest x in [lo, hi], to 2^−steps of the bracket, with value(x, *args) ≤ target, for
+    ``value`` non-increasing in x (elementwise): (x, whether value(x) ≤ target there — the same
+    arithmetic as the search, so the answer is verified, not inferred). The bisection and its check
+    run on constants (``stop_gradient``): differentiated, a loop carrying tangents may round its
+    value differently from the check, which then fails. The derivative of x in ``args`` and
+    ``target`` is implicit, at value(x) = target (:func:`implicit_root`)."""
+    args_, target_, lo, hi = jax.lax.stop_gradient((args, target, lo, hi))
+    _, c = bisect(lambda mid: value(mid, *args_) > target_, lo, hi, steps)
+    found = value(c, *args_) <= target_
+    return implicit_root(c, lambda x: value(x, *args) - target), found
 
 
 def quadratic_start(a, fa, dfa, c, fc):

@@ -1,6 +1,7 @@
 """The guard of :mod:`jaxpuffer._xla_guard`: with jaxpuffer imported, two batched LAPACK kernels in
 one program return (without it, jaxlib 0.10.2's CPU runtime deadlocked on this reproducer on a
 2-core machine in every trial), and the guard leaves a user's own setting alone."""
+import os
 import subprocess
 import sys
 
@@ -27,10 +28,10 @@ def test_guard_respects_the_user(monkeypatch):
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
     monkeypatch.delenv("JAXPUFFER_XLA_GUARD", raising=False)
     assert _xla_guard.guard_from_environment()
-    assert _xla_guard.FLAG in __import__("os").environ["XLA_FLAGS"].split()
+    assert _xla_guard.FLAG in os.environ["XLA_FLAGS"].split()
     assert not _xla_guard.guard_from_environment()  # already there: not added twice
     monkeypatch.setenv("XLA_FLAGS", f"--{_xla_guard.OPTION}=true")
     assert not _xla_guard.guard_from_environment()
     monkeypatch.setenv("XLA_FLAGS", "")
     monkeypatch.setenv("JAXPUFFER_XLA_GUARD", "0")
-    assert not _xla_guard.guard_from_environment() and __import__("os").environ["XLA_FLAGS"] == ""
+    assert not _xla_guard.guard_from_environment() and os.environ["XLA_FLAGS"] == ""

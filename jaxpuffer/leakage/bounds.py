@@ -26,7 +26,7 @@ import math
 import jax
 import jax.numpy as jnp
 
-from .moments import _log_product_integral
+from .moments import _log_product_integral, precisions_and_log_dets
 from .references import kl_gaussians, renyi_gaussians
 
 _UPPER_STEPS = 50
@@ -42,7 +42,7 @@ def _log_overlap(p, q):
     kp, kq = p.components, q.components
     counts = jnp.concatenate([jnp.broadcast_to(jnp.eye(kp)[:, None, :], (kp, kq, kp)), jnp.broadcast_to(jnp.eye(kq)[None, :, :], (kp, kq, kq))], axis=-1)
     covs = jnp.concatenate([p.covs, q.covs], axis=0)
-    return _log_product_integral(counts, jnp.concatenate([p.means, q.means], axis=0), jnp.linalg.inv(covs), jnp.linalg.slogdet(covs)[1])
+    return _log_product_integral(counts, jnp.concatenate([p.means, q.means], axis=0), *precisions_and_log_dets(covs))
 
 
 @jax.jit

@@ -23,7 +23,7 @@ log σ finds the smallest σ at which it is ≤ target; the answer is the feasib
 the same arithmetic (so verified). True leakage ≤ bound ≤ target: the answer is safe, and at most
 as noisy as the bound is loose. Its derivatives (``jax.grad`` in the mixtures' parameters and the
 target) are implicit: at the crossing U(σ) = target, dσ = −(∂U/∂θ dθ − d target)/(∂U/∂σ)
-(:func:`jaxpuffer._roots.implicit_root`), not the bisection's own derivative (which is wrong: its
+(:func:`jaxpuffer._roots.feasible_end`), not the bisection's own derivative (which is wrong: its
 bracket moves with the means).
 """
 
@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from scipy import optimize
 
 from .. import _validate
-from .._roots import bisect, implicit_root
+from .._roots import feasible_end
 from .bounds import kl_upper, renyi_upper
 from .information import _validate_prior, secret_information_quadrature_1d, secret_information_upper
 from .mixtures import MultivariateGaussianMixture
@@ -101,11 +101,10 @@ def _bound_at(measure, log_sigma, p, q):
 def _noise_for(p, q, target, measure):
     spread = jnp.max(jnp.linalg.norm(p.means[:, None, :] - q.means[None, :, :], axis=-1))
     spread = jnp.maximum(spread, jnp.sqrt(jnp.max(jnp.concatenate([jnp.trace(p.covs, axis1=-2, axis2=-1), jnp.trace(q.covs, axis1=-2, axis2=-1)]))))
-    p_, q_, target_, spread = jax.lax.stop_gradient((p, q, target, spread))  # search and check on constants
-    _, c = bisect(lambda mid: _bound_at(measure, mid, p_, q_) > target_, jnp.log(spread) - 30.0, jnp.log(spread) + 30.0, _STEPS)
-    no_noise = measure.upper(p_, q_) <= target_
-    found = _bound_at(measure, c, p_, q_) <= target_  # (target carries a 1e-12 relative margin: see noise_for_leakage)
-    c = implicit_root(c, lambda log_sigma: _bound_at(measure, log_sigma, p, q) - target)  # d σ at the crossing
+    bound = lambda log_sigma, p_, q_: _bound_at(measure, log_sigma, p_, q_)  # noqa: E731
+    # (target carries a 1e-12 relative margin: see noise_for_leakage)
+    c, found = feasible_end(bound, (p, q), target, jnp.log(spread) - 30.0, jnp.log(spread) + 30.0, _STEPS)
+    no_noise = measure.upper(*jax.lax.stop_gradient((p, q))) <= jax.lax.stop_gradient(target)
     return jnp.where(no_noise, 0.0, jnp.where(found, jnp.exp(c), jnp.nan))
 
 

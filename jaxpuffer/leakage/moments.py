@@ -51,6 +51,13 @@ def _log_product_integral(counts, means, precisions, log_dets):
     return -0.5 * (n * d * math.log(2 * math.pi) + counts @ log_dets) + 0.5 * d * math.log(2 * math.pi) - 0.5 * log_det_lam - 0.5 * (c - quad)
 
 
+def precisions_and_log_dets(covs):
+    """(S⁻¹, log|S|) of covariances (S, d, d): elementwise in d = 1 (no batched LAPACK call)."""
+    if covs.shape[-1] == 1:
+        return 1.0 / covs, jnp.log(covs[..., 0, 0])
+    return jnp.linalg.inv(covs), jnp.linalg.slogdet(covs)[1]
+
+
 def log_power_moment(p, r, k: int):
     """log E_P[R(x)^k] for one pair of :class:`MultivariateGaussianMixture` P, R (no batch shape),
     exactly, for an integer k ≥ 0 (C(k + K − 1, K − 1) multisets)."""
@@ -67,10 +74,7 @@ def log_power_moments(p, r, kmax: int):
     order = np.concatenate([np.full(b[0].shape[0], k) for k, b in enumerate(blocks, start=1)])
     stacked = jnp.concatenate([p.covs, r.covs], axis=0)  # P's components first, then R's
     means = jnp.concatenate([p.means, r.means], axis=0)
-    if p.dim == 1:
-        precisions, log_dets = 1.0 / stacked, jnp.log(stacked[:, 0, 0])
-    else:
-        precisions, log_dets = jnp.linalg.inv(stacked), jnp.linalg.slogdet(stacked)[1]
+    precisions, log_dets = precisions_and_log_dets(stacked)
     kp, j = p.components, rows.shape[0]
     counts = jnp.concatenate([jnp.broadcast_to(jnp.eye(kp), (j, kp, kp)), jnp.broadcast_to(rows[:, None, :], (j, kp, rows.shape[1]))], axis=-1)
     log_int = _log_product_integral(counts, means, precisions, log_dets)  # (J, K_P)

@@ -68,21 +68,19 @@ def _legendre_table(terms: int) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _legendre_parts(terms: int) -> tuple[np.ndarray, np.ndarray]:
-    """(A_n, B_n) with c_n = A_n log a − B_n, each (2n+1) Σ_j (−1)^{n+j}(n+j)!/((n−j)!(j+1)!²) times
-    (j + 1) resp. 1, summed exactly (Fractions) and rounded once."""
-    parts = np.zeros((2, terms + 1))
+def _legendre_offsets(terms: int) -> np.ndarray:
+    """B_n = (2n+1) Σ_j (−1)^{n+j}(n+j)!/((n−j)!(j+1)!²), summed exactly (Fractions) and rounded
+    once: c_n = [n = 0] log a − B_n (the j-sum's log a part is (2n+1)∫₀¹ L̃_n, 1 at n = 0 and 0 after)."""
+    out = np.zeros(terms + 1)
     for n in range(terms + 1):
-        s = [Fraction((-1) ** (n + j) * math.factorial(n + j), math.factorial(n - j) * math.factorial(j + 1) ** 2) for j in range(n + 1)]
-        parts[0, n] = float((2 * n + 1) * sum(t * (j + 1) for j, t in enumerate(s)))
-        parts[1, n] = float((2 * n + 1) * sum(s))
-    return parts[0], parts[1]
+        out[n] = float((2 * n + 1) * sum(Fraction((-1) ** (n + j) * math.factorial(n + j), math.factorial(n - j) * math.factorial(j + 1) ** 2) for j in range(n + 1)))
+    return out
 
 
 def legendre_coefficients(terms: int, a) -> jnp.ndarray:
     """c_n, n = 0..N, of log x on [0, a] in shifted Legendre polynomials (the paper's eq. (16))."""
-    slope, offset = _legendre_parts(_check_terms(terms))
-    return jnp.asarray(slope) * jnp.log(jnp.asarray(a, jnp.float64))[..., None] - jnp.asarray(offset)
+    offsets = _legendre_offsets(_check_terms(terms))
+    return jnp.log(jnp.asarray(a, jnp.float64))[..., None] * (np.arange(terms + 1) == 0) - jnp.asarray(offsets)
 
 
 def _check_terms(terms) -> int:

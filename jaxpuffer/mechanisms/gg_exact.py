@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate
-from .._roots import bisect, implicit_root
+from .._roots import bisect, feasible_end
 from ..noise.kernels import _gg_gap, gg_shift_delta
 from . import _gg
 from .laplace_vector import MAX_COORDINATES, laplace_vector_delta
@@ -72,22 +72,9 @@ def _calibrate_shift(eps, delta, sens, p: float):
     safe = jnp.where(sens > 0, sens, 1.0)
     delta_of = lambda log_b, eps_, safe_: gg_shift_delta(p, safe_ / jnp.exp(log_b), eps_)  # noqa: E731
     lo = jnp.log(safe) + _LOG_SPAN_LO
-    b, found = _feasible_end(delta_of, (eps, safe), delta, lo, jnp.log(safe) + _LOG_SPAN_HI, _BISECT)
+    log_b, found = feasible_end(delta_of, (eps, safe), delta, lo, jnp.log(safe) + _LOG_SPAN_HI, _BISECT)
     found = found & (delta_of(lo, eps, safe) > delta)  # else the target is out of the range
-    return jnp.where(sens == 0, 0.0, jnp.where(found, b, jnp.nan))
-
-
-def _feasible_end(delta_of, args, target, lo, hi, steps: int):
-    """``steps`` halvings of [lo, hi] in log b (δ = ``delta_of(log b, *args)`` falls as b grows):
-    (the feasible end e^c, whether δ(c) ≤ target there — evaluated with the same arithmetic, so
-    the answer is verified). The search runs on constants (``stop_gradient``): differentiated, a
-    loop carrying tangents may round its δ differently from the check, which then fails. The
-    derivative in ``args`` and ``target`` is implicit, at δ(b) = target
-    (:func:`jaxpuffer._roots.implicit_root`)."""
-    args_, target_, lo, hi = jax.lax.stop_gradient((args, target, lo, hi))
-    _, c = bisect(lambda mid: delta_of(mid, *args_) > target_, lo, hi, steps)
-    found = delta_of(c, *args_) <= target_
-    return jnp.exp(implicit_root(c, lambda log_b: delta_of(log_b, *args) - target)), found
+    return jnp.where(sens == 0, 0.0, jnp.where(found, jnp.exp(log_b), jnp.nan))
 
 
 def calibrate_shift(eps, delta, sensitivity, p):
@@ -210,8 +197,8 @@ def _calibrate_laplace_vector(eps, delta, sens):
     lo = jnp.log(safe_top) - jnp.log(eps - 2.0 * jnp.log1p(-delta)) - 1e-9
     hi = jnp.log(l1) - jnp.log(eps) + 1e-6
     delta_of = lambda log_b, eps_, sens_: laplace_vector_delta(eps_, sens_ / jnp.exp(log_b)[..., None])[0]  # noqa: E731
-    b, found = _feasible_end(delta_of, (eps, sens), delta, lo, hi, _VECTOR_BISECT)
-    return jnp.where(top == 0, 0.0, jnp.where(found, b, jnp.nan))
+    log_b, found = feasible_end(delta_of, (eps, sens), delta, lo, hi, _VECTOR_BISECT)
+    return jnp.where(top == 0, 0.0, jnp.where(found, jnp.exp(log_b), jnp.nan))
 
 
 def calibrate_vector(eps, delta, sensitivities, p, *, rtol: float = 1e-4, step: float = 1e-3):

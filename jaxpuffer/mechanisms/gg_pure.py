@@ -32,7 +32,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validate
-from .._roots import bisect, implicit_root, newton_in_bracket
+from .._roots import feasible_end, newton_in_bracket
 from ..noise.kernels import log_gammaincc
 from . import _gg
 
@@ -214,12 +214,9 @@ def thresholding_scale(eps, coordinate_sensitivities, lower, upper, p):
 
 @jax.jit
 def _solve_thresholding(eps, width, sens, p):
-    excess = lambda b, args: _thresholding_cost(b, *args[:3]) - args[3]  # noqa: E731
-    args = (width, sens, p, eps)
-    fixed = jax.lax.stop_gradient(args)  # the search and its check on constants (see gg_exact._feasible_end)
+    cost = lambda log_b, *args: _thresholding_cost(jnp.exp(log_b), *args)  # noqa: E731
     top = jnp.log(jnp.max(width, axis=-1)) + 80.0  # cost ≈ Δ/b · O(1) there: ≪ ε
-    _, c = bisect(lambda mid: excess(jnp.exp(mid), fixed) > 0, top - 200.0, top, _BISECT_STEPS)
-    b = jnp.exp(c) * (1.0 + 1e-13)
-    ok = excess(b, fixed) <= 0
-    b = implicit_root(b, lambda b_: excess(b_, args))  # derivative at the crossing cost = ε
+    log_b, _ = feasible_end(cost, (width, sens, p), eps, top - 200.0, top, _BISECT_STEPS)
+    b = jnp.exp(log_b) * (1.0 + 1e-13)  # rounded up, and verified there:
+    ok = _thresholding_cost(*jax.lax.stop_gradient((b, width, sens, p))) <= jax.lax.stop_gradient(eps)
     return jnp.where(jnp.all(sens == 0, axis=-1), 0.0, jnp.where(ok, b, jnp.nan))
