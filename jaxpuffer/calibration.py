@@ -896,6 +896,12 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     if level != "theorem" and level not in family.levels:
         ok = ", ".join(repr(v) for v in ("theorem", *family.levels[:-1])) + f" or {family.levels[-1]!r}"
         raise ValueError(f"level {level!r} is for Gaussian priors; for {family.prior_type.__name__} pairs use {ok}")
+    if level == "exact" and not families.has_exact(family, kernel):
+        raise ValueError(
+            f"level 'exact' has no evaluator for {kernel!r} noise with {family.prior_type.__name__} priors yet (it is built "
+            "for Discrete priors: a certified cell enclosure of the noisy densities); use level 'coupling' (an upper bound "
+            "of the exact δ, exact for point masses) or Discrete priors"
+        )
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta, allow_zero=True)
     sweep = _validate.broadcast_shapes(eps=eps.shape, delta=delta.shape)
@@ -947,7 +953,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     per_lane = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), floor=floor, allow_zero=pure_ok or pure)
     # the level whose δ certifies the scale: the level's own, or the tightest the kernel has; a
     # theorem with no inverse (discrete priors) is certified exactly
-    certified = level if certify == "level" or "exact" not in kernel.levels else "exact"
+    certified = level if certify == "level" or "exact" not in kernel.levels or not families.has_exact(family, kernel) else "exact"
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
     return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, certified, converged, iterations, solver_name, mesh,

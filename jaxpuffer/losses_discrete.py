@@ -48,6 +48,11 @@ P mass (and, for dips and triple roots, its e^ε Q mass) to δ. The result is ne
 The same regions give the *probabilistic* δ of the Kantorovich paper's Theorem 3 (δ-approximation):
 P_{Y∼p}(log p(Y)/q(Y) > ε) = P(A), A = {p > e^ε q}, which is ≥ the hockey-stick P(A) − e^ε Q(A).
 
+**Exact, other log-concave kernels (generalized Gaussian GG(p), p ≥ 1).** No closed form and no
+variation-diminishing count: the certified cell enclosure of :mod:`jaxpuffer.losses_enclosure`
+(second-order bounds of log p − log q on cells cut at every atom, refined where they straddle 0),
+whose upper bound is returned.
+
 **Coupling bound (Appendix E of the Gaussian-priors paper).** For any coupling π of the priors,
 δ ≤ Σ π(x, x') h(|x − x'|) with h the hockey-stick of the noise against its shift: Laplace
 (1 − e^{ε − w/b})_+, Gaussian the analytic Gaussian mechanism. With π = π* (quantile plan).
@@ -59,6 +64,7 @@ import jax
 import jax.numpy as jnp
 from jax.nn import logsumexp
 
+from . import losses_enclosure as enclosure
 from .couplings import quantile_masses, vmap_pairs
 from ._roots import cell_upper, newton_bracket
 from .noise import kernels, normal_mass
@@ -308,9 +314,14 @@ def discrete_delta(level: str, noise: str, x, p, q, b, eps, symmetric):
     b, eps = jnp.broadcast_to(b, batch), jnp.broadcast_to(eps, batch)
     if level == "coupling":
         return coupling_bound(x, p, q, b, eps, noise)
-    if noise == "laplace":
+    kernel = kernels.resolve(noise)
+    if kernel.name == "laplace":
         return _both_orders(_laplace_exact, x, p, q, b, eps, symmetric)
-    return _both_orders(lambda *a: _gaussian_regions(*a)[0], x, p, q, b, eps, symmetric)
+    if kernel.name == "gaussian":
+        return _both_orders(lambda *a: _gaussian_regions(*a)[0], x, p, q, b, eps, symmetric)
+    ok = b > 0  # b = 0: the atoms' own hockey-stick
+    noisy = vmap_pairs(lambda *a: enclosure.hockey(kernel, *a)[0], x, p, q, jnp.where(ok, b, 1.0), eps, jnp.broadcast_to(symmetric, batch))
+    return jnp.where(ok, noisy, _both_orders(lambda x, p, q, b, eps: atom_hockey(x, p, q, eps), x, p, q, b, eps, symmetric))
 
 
 def discrete_probabilistic(x, p, q, theta, eps, symmetric):

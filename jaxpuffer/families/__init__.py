@@ -6,6 +6,8 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
 
 * ``prior_type``, ``name``, ``levels`` — the prior class it handles, its name, and the numerical
   levels of the ladder it has evaluators for;
+* ``exact_kernels`` — the names of the noise kernels its exact evaluator handles, or None for
+  every log-concave kernel (the other kernels stop at the coupling level);
 * ``params(pairs, delta, tau)`` — the flat per-pair parameter tuple (validating ``pairs``);
 * ``theorem(pairs, params, eps, delta, tau)`` — the closed-form level, per pair;
 * ``theorem_delta(params, b, eps)`` — the δ that closed form certifies at scale b, per pair (its
@@ -40,6 +42,7 @@ class PriorFamily(Protocol):
     prior_type: type
     levels: tuple
     pure_eps: bool
+    exact_kernels: tuple | None
 
     def params(self, pairs, delta, tau) -> tuple: ...
     def theorem(self, pairs, params, eps, delta, tau): ...
@@ -60,6 +63,11 @@ def register(family):
     """Makes ``family`` handle PairSets of ``family.prior_type``; returns it."""
     _REGISTRY[family.name] = family
     return family
+
+
+def has_exact(family, kernel) -> bool:
+    """Whether ``family``'s exact evaluator handles the noise ``kernel``."""
+    return "exact" in family.levels and (family.exact_kernels is None or kernel.name in family.exact_kernels)
 
 
 def get(name: str):

@@ -16,6 +16,7 @@ class DiscreteFamily:
     name = "discrete"
     prior_type = Discrete
     levels = ("coupling", "exact")
+    exact_kernels = None  # any log-concave kernel (losses_enclosure for GG)
     pure_eps = True
 
     def params(self, pairs, delta, tau):
@@ -45,7 +46,8 @@ class DiscreteFamily:
         if noise == "laplace":
             guess = spread / eps
         else:
-            k = THEOREM3_CONSTANTS["corrected"] * target ** (-1.0 / 3.0)
+            # (a target of 0 has no finite guess; such a search is refused unless δ(0) = 0 already)
+            k = THEOREM3_CONSTANTS["corrected"] * jnp.maximum(target, 1e-300) ** (-1.0 / 3.0)
             guess = (k + jnp.sqrt(k**2 + eps / 2.0)) * spread / eps
         hi = jnp.maximum(guess * ROUND_UP, 1e-300)
         return hi, hi, jnp.full(hi.shape, jnp.inf)

@@ -30,6 +30,7 @@ class GaussianFamily:
     name = "gaussian"
     prior_type = Gaussian
     levels = ("indicator", "coupling", "exact")
+    exact_kernels = ("laplace", "gaussian")  # closed forms (MATH.md §6–7)
     pure_eps = True
 
     def params(self, pairs, delta, tau):

@@ -19,6 +19,7 @@ class MixtureFamily:
     name = "mixture"
     prior_type = GaussianMixture
     levels = ("coupling", "exact")
+    exact_kernels = ("laplace", "gaussian")  # component CDFs in closed form
     # with Laplace noise its exact evaluator returns 0 where it proves f < 0 on every piece, the
     # outer ones included (losses_mixture._outer_negative), so δ = 0 targets are searched
     pure_eps = True
