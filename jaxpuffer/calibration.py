@@ -742,9 +742,9 @@ def _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs)
         raise ValueError(
             f"delta=0 (pure ε) with {kernel.name} noise: pair {index} "
             f"({_describe_prior(pair.first)} vs {_describe_prior(pair.second)}) needs noise, and no {kernel.name}-noise scale "
-            "is known to give δ = 0: the log-ratio of two different priors under Gaussian noise is unbounded (Gaussian priors: "
-            "always; mixture and discrete priors: unless their extreme components coincide, cases that are not searched). "
-            "Use noise='laplace' (δ = 0 is reached at a finite scale), or a delta > 0."
+            "is known to give δ = 0: the log-ratio of two different priors under noise with tails lighter than Laplace's is "
+            "unbounded (Gaussian priors: always; mixture and discrete priors: unless their extreme components coincide, cases "
+            "that are not searched). Use noise='laplace' (δ = 0 is reached at a finite scale), or a delta > 0."
         )
 
 
