@@ -953,7 +953,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     per_lane = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), floor=floor, allow_zero=pure_ok or pure)
     # the level whose δ certifies the scale: the level's own, or the tightest the kernel has; a
     # theorem with no inverse (discrete priors) is certified exactly
-    certified = level if certify == "level" or "exact" not in kernel.levels or not families.has_exact(family, kernel) else "exact"
+    certified = level if certify == "level" or not families.has_exact(family, kernel) else "exact"
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
     return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, certified, converged, iterations, solver_name, mesh,

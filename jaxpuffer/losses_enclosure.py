@@ -229,5 +229,5 @@ def hockey(kernel, x, p, q, b, eps, symmetric):
     # P's mass beyond the grid: ≤ P(N > reach) on each side
     reach = kernel.decay_offsets(jnp.asarray(_REACH, jnp.float64))
     up = up + 2.0 * jnp.exp(kernel.log_sf(reach * b, b)) * (1.0 + 1e-6)
-    up, dn = jnp.minimum(up, 1.0), dn
+    up = jnp.minimum(up, 1.0)
     return jnp.where(symmetric, jnp.max(up), up[0]), jnp.where(symmetric, jnp.max(dn), dn[0])

@@ -66,8 +66,9 @@ def register(family):
 
 
 def has_exact(family, kernel) -> bool:
-    """Whether ``family``'s exact evaluator handles the noise ``kernel``."""
-    return "exact" in family.levels and (family.exact_kernels is None or kernel.name in family.exact_kernels)
+    """Whether the exact level exists for ``family`` with the noise ``kernel`` (both have it, and the
+    family's exact evaluator handles that kernel)."""
+    return "exact" in family.levels and "exact" in kernel.levels and (family.exact_kernels is None or kernel.name in family.exact_kernels)
 
 
 def get(name: str):
