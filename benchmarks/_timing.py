@@ -1,6 +1,7 @@
 """Timing helpers shared by the benchmarks: best-of-n wall time of a blocking call."""
 import time
 
+import jaxpuffer  # noqa: F401  (before jax: it switches JAX to float64, README "float64")
 import jax
 
 

@@ -11,11 +11,11 @@ Usage: python bench_calibrate.py [--sizes 10000 100000] [--baseline 12]
 import argparse
 import time
 
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
-import jaxpuffer as jp
 
 EPS, DELTA = 1.0, 1e-6
 

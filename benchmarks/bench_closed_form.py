@@ -5,11 +5,11 @@ Baselines run in the same process: a per-pair Python loop over scipy (scipy.stat
 computation. Ratios, not absolute times, are the figures to compare (the machine is shared).
 """
 
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
 import scipy.stats
 
-import jaxpuffer as jp
 from _timing import best_time, rate
 
 EPS, DELTA = 1.0, 1e-6

@@ -15,11 +15,11 @@ import argparse
 import math
 import time
 
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
 from scipy import optimize
 
-import jaxpuffer as jp
 from jaxpuffer import kantorovich
 
 EPS, DELTA, WIDTH = 1.0, 1e-6, 64

@@ -18,11 +18,11 @@ Usage: python bench_gg.py [--sizes 10000] [--baseline 4] [--ps 1.5 3] [--discret
 import argparse
 import time
 
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
 from scipy import integrate, optimize, stats
 
-import jaxpuffer as jp
 from jaxpuffer.noise import GeneralizedGaussian
 
 EPS, DELTA = 1.0, 1e-6

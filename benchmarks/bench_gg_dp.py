@@ -14,6 +14,7 @@ Usage: python bench_gg_dp.py [--configs 10000] [--baseline-configs 200] [--vecto
 import argparse
 import math
 
+import jaxpuffer  # noqa: F401  (before jax: it switches JAX to float64, README "float64")
 import jax.numpy as jnp
 import numpy as np
 from scipy import optimize, stats

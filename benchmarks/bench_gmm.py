@@ -18,11 +18,11 @@ import argparse
 import math
 import time
 
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
-import jaxpuffer as jp
 
 EPS, DELTA, K = 1.0, 1e-3, 3
 

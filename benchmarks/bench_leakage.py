@@ -37,7 +37,8 @@ if __name__ == "__main__":  # restrict the process to the first --cores CPUs bef
     if _cores > 0 and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:_cores])
 
-import jax  # noqa: E402  (after the affinity is set)
+import jaxpuffer  # noqa: E402, F401  (after the affinity is set; before jax: it switches JAX to float64)
+import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 

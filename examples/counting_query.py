@@ -41,22 +41,21 @@ def main():
 
     zero, one, unknown = (np.asarray(a[0]) for a in jp.counting_query_pmfs(homogeneous))
     plt = pyplot()
-    fig, axes = plt.subplots(1, 4, figsize=(19, 4.2), layout="constrained")
+    fig, axes = plt.subplots(2, 2, figsize=(12, 9.5), layout="constrained")
     support = np.arange(26)
     for pmf, name in ((zero, "S_i = 0"), (one, "S_i = 1"), (unknown, "S_i = ⊥")):
-        axes[0].plot(support, pmf, marker="o", ms=3, label=f"P(X | {name})")
-    axes[0].set_xlabel("X")
-    axes[0].set_title("Figure 5: V = 25, p = 0.7")
-    axes[0].legend()
-    panels = ((("V=25, p=0.7", "0-1"), "Figure 1(a): (S_i = 0, S_i = 1)"), (("V=25, p=0.7", "0-bot"), "Figure 1(b): (S_i = 0, S_i = ⊥)"),
-              (("V=10, hetero", "0-1"), "Figure 2: V = 10, heterogeneous p_i"))
-    for ax, (key, title) in zip(axes[1:], panels):
+        axes[0, 0].plot(support, pmf, marker="o", ms=3, label=f"P(X = x | {name})")
+    axes[0, 0].set(xlabel="count x", ylabel="probability", title="Figure 5: pmf of X = Σ S_i, V = 25, p = 0.7")
+    axes[0, 0].legend()
+    panels = ((("V=25, p=0.7", "0-1"), "Figure 1(a): π* for (S_i = 0, S_i = 1), V = 25"),
+              (("V=25, p=0.7", "0-bot"), "Figure 1(b): π* for (S_i = 0, S_i = ⊥), V = 25"),
+              (("V=10, hetero", "0-1"), "Figure 2: π* for (S_1 = 0, S_1 = 1), V = 10, heterogeneous p_i"))
+    for ax, (key, title) in zip(axes.ravel()[1:], panels):
         mass = plans[key]
         im = ax.imshow(np.where(mass > 1e-12, mass, np.nan), origin="lower", cmap="viridis")
-        ax.set_xlabel("x' (second secret)")
-        ax.set_ylabel("x (first secret, user 1)")
+        ax.set(xlabel="x': count under the second secret", ylabel="x: count under the first secret")
         ax.set_title(title, fontsize=10)
-        fig.colorbar(im, ax=ax, fraction=0.046)
+        fig.colorbar(im, ax=ax, label="mass π*(x, x') (blank: 0)")
     save(fig, args.out, "counting_query.png")
 
 

@@ -15,6 +15,7 @@ auto-detected (SLURM, Open MPI, Cloud TPU); each process searches its part on it
 
 import argparse
 
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 
 
@@ -36,7 +37,6 @@ def main():
 
     import numpy as np
 
-    import jaxpuffer as jp
 
     rng = np.random.default_rng(0)  # the whole set, drawn alike everywhere; each process keeps its slice
     mean, std = rng.normal(0, 1, (2, args.pairs)), rng.uniform(0.5, 3, (2, args.pairs))

@@ -11,10 +11,10 @@ variance) so that no component collapses onto a single value.
 
     python figure3_adult.py --data ../../shared/datasets/adult.data
 """
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
 
-import jaxpuffer as jp
 from _common import parser, pyplot, save
 from _gmm_experiment import run
 from jaxpuffer import data
@@ -28,7 +28,7 @@ def main():
     x, race = table.columns["education-num"], table.columns["race"]
     print(f"{table.rows} rows ({table.dropped} with a missing value dropped)")
     names = ("Black", "Asian-Pac-Islander")
-    run(x[race == names[0]], x[race == names[1]], names, var_floor=1 / 12, bin_width=1.0, out=args.out, png="figure3_adult.png", plt=pyplot(), save=save)
+    run(x[race == names[0]], x[race == names[1]], names, xlabel="education-num", var_floor=1 / 12, bin_width=1.0, out=args.out, png="figure3_adult.png", plt=pyplot(), save=save)
 
     labels, fits = jp.priors_from_table(x, race, 3, key=jax.random.PRNGKey(0), var_floor=1 / 12)
     pairs = jp.all_pairs(fits.prior)

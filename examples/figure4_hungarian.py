@@ -17,7 +17,7 @@ def main():
     table = data.load_hungarian(args.data, ["chol", "sex"])
     x, sex = table.columns["chol"], table.columns["sex"]
     print(f"{table.rows} rows ({table.dropped} with chol or sex missing dropped); {int((sex == 0).sum())} female, {int((sex == 1).sum())} male")
-    run(x[sex == 0], x[sex == 1], ("female", "male"), var_floor=1.0, bin_width=20.0, min_count=5, out=args.out, png="figure4_hungarian.png", plt=pyplot(), save=save)
+    run(x[sex == 0], x[sex == 1], ("female", "male"), xlabel="serum cholesterol chol (mg/dl)", var_floor=1.0, bin_width=20.0, min_count=5, out=args.out, png="figure4_hungarian.png", plt=pyplot(), save=save)
 
 
 if __name__ == "__main__":

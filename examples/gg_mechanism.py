@@ -18,6 +18,7 @@ The figures' exact settings are not printed in the paper; the ones used are stat
 """
 import math
 
+import jaxpuffer  # noqa: F401  (before jax: it switches JAX to float64, README "float64")
 import jax
 import jax.numpy as jnp
 import numpy as np

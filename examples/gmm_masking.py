@@ -21,10 +21,10 @@ Writes gmm_masking.png (KL against η, each estimator) and prints the numbers.
     python gmm_masking.py --data ../../shared/datasets/adult.data \
         --hungarian ../../shared/datasets/processed.hungarian.data
 """
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
 
-import jaxpuffer as jp
 from _common import parser, pyplot, save
 from jaxpuffer import data
 from jaxpuffer.leakage import MultivariateGaussianMixture as MGM

@@ -48,20 +48,29 @@ def main():
     # the Laplace ladder against δ for one pair
     deltas = np.logspace(-12, -1, 23)
     pair = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 2.0))
-    curves = {name: [float(jp.calibrate(pair, 1.0, d, **kw).scale) for d in deltas] for name, kw in LADDER}
-    curves["Gaussian noise θ (exact)"] = [float(jp.calibrate(pair, 1.0, d, noise="gaussian", level="exact").scale) for d in deltas]
+    curves = {name: np.asarray(jp.calibrate(pair, 1.0, deltas, **kw).scale) for name, kw in LADDER}  # one sweep call each
+    for level in ("coupling", "exact"):
+        curves[f"Gaussian θ ({level})"] = np.asarray(jp.calibrate(pair, 1.0, deltas, noise="gaussian", level=level).scale)
     print("\nN(0,1) vs N(1,2²), ε = 1: b against δ")
     print(f"{'δ':>10}" + "".join(f"{n:>26}" for n in curves))
     for k, d in enumerate(deltas[::2]):
         print(f"{d:10.1e}" + "".join(f"{curves[n][2 * k]:26.5f}" for n in curves))
 
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, values in curves.items():
-        ax.plot(deltas, values, marker="o", ms=3, ls="--" if name.startswith("Gaussian") else "-", label=name)
-    ax.set(xscale="log", xlabel="δ", ylabel="noise scale (Laplace b, Gaussian θ)",
-           title="Tightness ladder, N(0,1) vs N(1,2²), ε = 1")
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")
+    for name, _ in LADDER:
+        ax.plot(deltas, curves[name], marker="o", ms=3, label=name)
+    ax.set(xscale="log", xlabel="δ", ylabel="Laplace scale b", title="(a) Laplace noise: b at each level of the ladder")
     ax.legend(fontsize=8)
+    # (b) the two kernels compared on one footing: the noise's standard deviation (Laplace √2·b, Gaussian θ)
+    for name, style in (("Thm1 (5)", "C1-"), ("coupling", "C3-"), ("exact", "C4-")):
+        ax2.plot(deltas, np.sqrt(2) * curves[name], style, marker="o", ms=3, label=f"Laplace, {name}: √2·b")
+    for name, style in (("Gaussian θ (coupling)", "C3--"), ("Gaussian θ (exact)", "C4--")):
+        ax2.plot(deltas, curves[name], style, marker="s", ms=3, label=name)
+    ax2.set(xscale="log", xlabel="δ", ylabel="noise standard deviation",
+            title="(b) Laplace vs Gaussian noise, as noise std")
+    ax2.legend(fontsize=8)
+    fig.suptitle("Tightness ladder, N(0,1) vs N(1,2²), ε = 1")
     save(fig, args.out, "tightness_ladder.png")
 
 

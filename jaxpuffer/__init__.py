@@ -1,9 +1,25 @@
 """jaxpuffer: calibrate additive noise for (ε, δ)-pufferfish privacy, in JAX."""
-import jax as _jax
+import sys as _sys
+
+_JAX_IMPORTED_BEFORE = "jax" in _sys.modules
+import jax as _jax  # noqa: E402
 
 # Calibration at small δ needs float64. Importing jaxpuffer turns on JAX's 64-bit mode for the
-# process (the same switch as JAX_ENABLE_X64=1), before any array is created here.
-_jax.config.update("jax_enable_x64", True)
+# process (the same switch as JAX_ENABLE_X64=1), before any array is created here. It stays a
+# process-wide switch: priors and pair sets are arrays a user builds and traces under their own
+# jit/vmap/grad, and their dtype there is fixed by the global flag, not by a context entered inside
+# a jaxpuffer call (README, "float64"). Where that may surprise (JAX was imported first, with 32-bit
+# defaults), it says so once.
+if not _jax.config.jax_enable_x64:
+    if _JAX_IMPORTED_BEFORE:
+        import warnings as _warnings
+
+        _warnings.warn(
+            "jaxpuffer turned on JAX's 64-bit mode for this whole process (jax_enable_x64=True): arrays "
+            "created from now on default to float64. Set JAX_ENABLE_X64=1, or call "
+            "jax.config.update('jax_enable_x64', True) before importing jaxpuffer, to make this explicit "
+            "and silence this warning.", stacklevel=2)
+    _jax.config.update("jax_enable_x64", True)
 
 from ._xla_guard import guard_from_environment as _guard_xla  # noqa: E402
 

@@ -5,10 +5,9 @@ through ``jax.shard_map`` (and the one-device call did not)."""
 
 import json
 
+import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
 import numpy as np
-
-import jaxpuffer as jp
 
 DELTA = 1e-6
 traced = []

@@ -14,6 +14,7 @@ import sys
 import jax
 
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
+jax.config.update("jax_enable_x64", True)  # explicit, as README "float64" advises when jax comes first
 
 import numpy as np  # noqa: E402
 

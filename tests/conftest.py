@@ -8,7 +8,10 @@ import tempfile
 os.environ["JAXPUFFER_CACHE"] = "0"  # the user's on-disk compile cache stays off in tests (see pytest_configure)
 
 import jax
-import jaxpuffer  # noqa: F401  (enables float64 before any test builds arrays)
+
+jax.config.update("jax_enable_x64", True)  # explicit, as README "float64" advises when jax comes first
+
+import jaxpuffer  # noqa: E402, F401
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/_reference.py
