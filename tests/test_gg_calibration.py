@@ -229,3 +229,26 @@ def test_discrete_exact_level_gg_sound_tight_and_below_the_coupling_level():
                 want = ref(i, s)
                 assert got[i] >= want - 1e-12 * max(want, 1e-3), (p, s, i, got[i], want)
                 assert got[i] <= want * (1 + 1e-6) + 1e-13, (p, s, i, got[i], want)
+
+
+def test_discrete_gg_small_eps_tiny_delta_converges_sound_and_tight():
+    """Found by the adversarial harness with GG noise (seed 3): atoms 1.1 apart, GG(2.8), ε = 0.0023,
+    δ = 1.3e-23. The separate second-order bounds of log p and log q were each wider than ε on every
+    cell, leaving an upper bound of 1.2e-20 for every b ≥ 1e6: the search ran to b = 1e11 and
+    reported converged=False. The first-order enclosure of the log-ratio (losses_enclosure) closes
+    it; the reference is the harness's own (log-space scan and Gauss–Legendre, no jaxpuffer code)."""
+    from adversarial.reference import exact_delta
+    from jaxpuffer import losses_enclosure
+
+    shape, eps, delta = 2.803160542920705, 0.0023354987382042977, 1.2684739889587182e-23
+    x = np.array([2.5340979386006057, 3.0919076977580313, 3.111067275204044, 3.3103092422458884, 3.583933057667439, 3.614078158710508])
+    p = np.array([0.0, 0.21985723802258975, 0.4951855780504932, 0.12839208579246597, 0.156565098134451, 0.0])
+    q = np.array([0.3153287457602608, 0.0, 0.45167433284143554, 0.1738084587583087, 0.05485286584072911, 0.004335596799265796])
+    kernel, noise = GeneralizedGaussian(shape), f"gg:{shape!r}"
+    ref = lambda b: exact_delta((p, x, 0 * x), (q, x, 0 * x), b, eps, noise)  # noqa: E731
+    upper, lower = losses_enclosure.hockey(kernel, jnp.asarray(x), jnp.asarray(p), jnp.asarray(q), 1000.0, eps, True)
+    assert float(lower) <= ref(1000.0) <= float(upper) <= float(lower) * (1 + 1e-5)  # was 29 % apart
+    res = jp.calibrate(jp.PairSet(jp.Discrete(x, p), jp.Discrete(x, q)), eps, delta, level="exact", noise=kernel)
+    b = float(res.scale)
+    assert res.converged and b < 1e4, b  # 2704.8
+    assert ref(b) <= delta * (1 + 1e-9) < ref(b * (1 - 1e-4))

@@ -2,8 +2,10 @@
 
 Draws random and extreme pair sets of every family (:mod:`tests.adversarial.generators`), ε
 log-uniform in [1e-3, 20] and δ log-uniform from the exact level's floor (1e-30) to 0.99, calibrates
-them with ``calibrate(level="exact")`` for Laplace and Gaussian noise, and checks every per-pair
-answer b with the independent reference (:mod:`tests.adversarial.reference`):
+them with ``calibrate(level="exact")`` for Laplace and Gaussian noise (``--noises``; ``gg`` adds
+generalized Gaussian GG(p) noise, p log-uniform in [1, 8] per round, for the family that has an
+exact GG level: discrete priors), and checks every per-pair answer b with the independent
+reference (:mod:`tests.adversarial.reference`):
 
 * **violation**: reference δ(b) > target·(1 + 1e-9) (b = 0: the priors' own δ);
 * **tight**: reference δ(b·(1 − 1e-4)) > target (b > 0). An answer that is not tight is reported
@@ -50,12 +52,15 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
             for noise in noises:
                 eps = float(np.exp(rng.uniform(np.log(1e-3), np.log(20))))
                 target = 0.0 if pure else float(np.exp(rng.uniform(np.log(1e-30), np.log(0.99))))
+                if noise == "gg" and family != "discrete":
+                    continue  # the exact level with GG noise exists for discrete priors only
                 pairs, ref = FAMILIES[family](rng, batch)
-                res = jp.calibrate(pairs, eps, target, level="exact", noise=noise)
+                kernel, own_delta, noise_name = _noise(jp, noise, rng)
+                res = jp.calibrate(pairs, eps, target, level="exact", noise=kernel)
                 b = np.asarray(res.per_pair).reshape(-1)
-                own = np.asarray(jp.delta_exact(pairs, np.asarray(res.per_pair) * (1 - 1e-4), eps, noise=noise)).reshape(-1)
+                own = np.asarray(own_delta(pairs, np.asarray(res.per_pair) * (1 - 1e-4), eps)).reshape(-1)
                 stats["unconverged"] += 0 if res.converged else 1
-                jobs = [(f, s, float(bi), eps, target, noise) for (f, s), bi in zip(ref, b)]
+                jobs = [(f, s, float(bi), eps, target, noise_name) for (f, s), bi in zip(ref, b)]
                 check = _check_pure if pure else _check
                 results = list(pool.map(check, jobs, chunksize=4)) if pool else list(map(check, jobs))
                 for job, (ratio, tight), own_below in zip(jobs, results, own):
@@ -93,10 +98,26 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
     return stats, bad
 
 
+def _noise(jp, noise, rng):
+    """(the kernel calibrate gets, the library's own exact δ at (pairs, scale, ε), the reference's
+    name of the noise) for "laplace", "gaussian" or "gg" (p drawn log-uniform in [1, 8])."""
+    if noise != "gg":
+        return noise, lambda pairs, b, eps: jp.delta_exact(pairs, b, eps, noise=noise), noise
+    from jaxpuffer.losses_discrete import discrete_delta
+
+    shape = float(np.exp(rng.uniform(0.0, np.log(8.0))))
+    kernel = jp.noise.GeneralizedGaussian(shape)
+
+    def own(pairs, b, eps):
+        return discrete_delta("exact", kernel, pairs.first.support, pairs.first.probs, pairs.second.probs, b, eps, pairs.symmetric)
+
+    return kernel, own, f"gg:{shape!r}"
+
+
 def _report(kind, family, noise, ratio, job, out):
     """One violation (or answer not tight) as a reproducer line; violations are printed again in
     the summary."""
-    first, second, b, eps, target, _ = job
+    first, second, b, eps, target, noise = job  # the reference's name of the noise (GG: with its p)
     print(f"{kind} {family} {noise} ratio {ratio:.6g}: first={[list(map(float, a)) for a in first]} "
           f"second={[list(map(float, a)) for a in second]} b={b!r} eps={eps!r} delta={target!r}", file=out, flush=True)
 
@@ -113,10 +134,11 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--batch", type=int, default=64, help="pairs per calibrate call")
     parser.add_argument("--families", default=None, help="default gaussian,mixture,discrete")
+    parser.add_argument("--noises", default=None, help="default laplace,gaussian; gg: GG(p) noise, p in [1, 8] (discrete priors)")
     parser.add_argument("--pure", action="store_true", help="δ = 0 with Laplace noise (pure ε)")
     args = parser.parse_args(argv)
     families = args.families or "gaussian,mixture,discrete"
-    noises = ("laplace",) if args.pure else ("laplace", "gaussian")
+    noises = ("laplace",) if args.pure else tuple((args.noises or "laplace,gaussian").split(","))
     stats, _ = run(_duration(args.budget), args.seed, args.workers, args.batch, families.split(","), noises, pure=args.pure)
     return 1 if stats["violations"] else 0
 

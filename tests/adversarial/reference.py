@@ -2,7 +2,8 @@
 no jaxpuffer code), written for the adversarial harness.
 
 Every family is a mixture Σ_m w_m N(μ_m, σ_m²) with σ_m ≥ 0 (a Gaussian is one component, a
-discrete prior is point-mass components), released with Laplace(b) or N(0, θ²) noise. For one
+discrete prior is point-mass components), released with Laplace(b), N(0, θ²) or — for point masses — generalized Gaussian GG(p) noise of
+scale b (``noise="gg:P"``, density p/(2bΓ(1/p)) e^{−(|z|/b)^p}, written here from the formula). For one
 ordered pair the reference computes δ = ∫ [p_i − e^ε p_j]_+ dy as follows:
 
 1. **Scan.** f(y) = log p_i(y) − log p_j(y) − ε (log-sum-exp over components, each component's
@@ -31,8 +32,18 @@ from scipy import optimize, special
 _T = np.sinh(np.linspace(-math.asinh(150.0), math.asinh(150.0), 1201))
 
 
+def _gg_shape(noise):
+    """The shape p of a generalized Gaussian noise named ``"gg:P"``, else None."""
+    return float(noise[3:]) if noise.startswith("gg:") else None
+
+
 def _component_logpdf(y, mu, s, noise, b):
     z = y - mu
+    p = _gg_shape(noise)
+    if p is not None:  # GG(p) noise, density p/(2bΓ(1/p)) e^{−(|z|/b)^p}; point-mass components only
+        if s != 0:
+            raise ValueError("the reference convolves GG noise with point masses only (discrete priors)")
+        return math.log(p / (2 * b)) - special.gammaln(1 / p) - (np.abs(z) / b) ** p
     if noise == "gaussian":
         v = math.hypot(s, b)
         return -0.5 * (z / v) ** 2 - math.log(v) - 0.5 * math.log(2 * math.pi)
@@ -62,7 +73,7 @@ def _scan(first, second, noise, b):
         for wk, mk, sk in zip(w, m, s):
             if wk <= 0:
                 continue
-            scales = {sk, b, math.hypot(sk, b)} if noise == "laplace" else {math.hypot(sk, b)}
+            scales = {sk, b, math.hypot(sk, b)} if noise == "laplace" else {math.hypot(sk, b)}  # GG: s = 0, b
             for sc in scales:
                 if sc > 0:
                     pts.append(mk + sc * _T)
