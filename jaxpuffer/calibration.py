@@ -754,7 +754,7 @@ def calibrate(
     delta,
     *,
     noise: str = "laplace",
-    level: str = "theorem",
+    level: str | None = None,
     solver: str = "optax",
     tau: str = "exact",
     rtol: float = 1e-10,
@@ -787,7 +787,10 @@ def calibrate(
         interior peak its proof margin can leave the answer up to ~1e-4 above the smallest
         (measured: 47 of 48 adversarial pairs within 1e-6).
       noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``).
-      level: ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
+      level: None (the default): the tightest level the prior family has under this noise —
+        ``"exact"``, except Gaussian and mixture priors under GG noise, whose exact level has no
+        evaluator yet: ``"coupling"`` there (``Calibration.level`` says which ran). Or one level:
+        ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
         P(|W| > εb) ≤ δ (L2); ``"coupling"`` — the Monge-coupling bound (35) (L1); ``"exact"`` —
         the exact hockey-stick divergence (L0), the tightest. Scales satisfy
         exact ≤ coupling ≤ indicator ≤ theorem. Discrete priors (Kantorovich paper): ``"theorem"``
@@ -845,7 +848,7 @@ def calibrate(
     with _parallel.agreement("calibrate", mismatch) as ballot:
         run = _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, chunk_size, progress, certify, devices)
         if _parallel.processes() > 1:
-            ballot.fingerprint = _process_part_fingerprint(run, (run.noise_key, level, solver, tau, rtol, max_iter, certify))
+            ballot.fingerprint = _process_part_fingerprint(run, (run.noise_key, run.level, solver, tau, rtol, max_iter, certify))
     return _conclude(run)
 
 
@@ -872,8 +875,10 @@ class _Run(NamedTuple):
 
 def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, chunk_size, progress, certify, devices) -> _Run:
     """Validates the arguments and finds every lane's scale on this process's devices."""
-    _validate.choice("level", level, LEVELS)
     kernel = kernels.resolve(noise)
+    if level is None:  # the tightest level this (family, kernel) has
+        level = "exact" if families.has_exact(families.for_pairs(pairs), kernel) else "coupling"
+    _validate.choice("level", level, LEVELS)
     _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)
     if certify is None:

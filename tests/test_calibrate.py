@@ -10,7 +10,7 @@ from jaxpuffer import calibration
 
 def test_theorem_level_scale_binding_and_certificate():
     pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 2.0], 1.0), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 1.0]))
-    result = jp.calibrate(pairs, 1.0, 0.05)
+    result = jp.calibrate(pairs, 1.0, 0.05, level="theorem")
     ref = [(1 + scipy.stats.norm.isf(0.025)), 2 * scipy.stats.norm.isf(0.025), 2.0]
     np.testing.assert_allclose(result.per_pair, ref, rtol=1e-14)
     assert result.binding == (1,)
@@ -23,13 +23,24 @@ def test_theorem_level_scale_binding_and_certificate():
     assert result.certificate == "theorem" and result.delta_achieved == pytest.approx(by_scipy, rel=1e-12)
     assert result.delta_achieved <= 0.05 and result.delta_achieved == pytest.approx(0.05, rel=1e-10)
     # certify="exact": the exact δ at the scale, far below δ, as Theorem 1 is a loose bound
-    exact = jp.calibrate(pairs, 1.0, 0.05, certify="exact")
+    exact = jp.calibrate(pairs, 1.0, 0.05, certify="exact", level="theorem")
     assert exact.certificate == "exact" and exact.scale == result.scale
     assert exact.delta_achieved == pytest.approx(float(jp.delta_exact(pairs, result.scale, 1.0).max()), rel=1e-12)
     assert exact.delta_achieved < 0.01 * result.delta_achieved
     assert result.converged and result.level == "theorem" and result.noise == "laplace"
     assert isinstance(result.scale, float) and isinstance(result.delta_achieved, float)
     assert result.variance == pytest.approx(2 * result.scale**2)
+
+
+def test_default_level_is_the_exact_level():
+    """Issue 15: calibrate's default is the level a user should use, the exact one (the smallest
+    scale, certified by the exact δ); Theorem 1 is one argument away and needs more noise."""
+    pairs = jp.PairSet(jp.Gaussian([0.0, 0.0], [1.0, 1.0]), jp.Gaussian([1.0, 0.0], [2.0, 3.0]))
+    default, exact = jp.calibrate(pairs, 1.0, 1e-3), jp.calibrate(pairs, 1.0, 1e-3, level="exact")
+    assert default.level == "exact" and default.certificate == "exact"
+    assert default.scale == exact.scale and default.delta_achieved == exact.delta_achieved <= 1e-3
+    assert default.scale < jp.calibrate(pairs, 1.0, 1e-3, level="theorem").scale / 3
+    assert jp.calibrate(pairs, 1.0, 0.0).scale == pytest.approx(2.0, rel=1e-9)  # pure ε by default: b_pure = √(2·8)/2
 
 
 def test_theorem_certificate_is_between_the_exact_delta_and_the_target():
@@ -43,24 +54,24 @@ def test_theorem_certificate_is_between_the_exact_delta_and_the_target():
         jp.GaussianMixture(w[1], rng.normal(0, 2, (n, k)), rng.uniform(0.2, 2, (n, k))),
     )
     for delta in (1e-2, 1e-6):
-        cheap = jp.calibrate(mixtures, 1.0, delta)
-        exact = jp.calibrate(mixtures, 1.0, delta, certify="exact")
+        cheap = jp.calibrate(mixtures, 1.0, delta, level="theorem")
+        exact = jp.calibrate(mixtures, 1.0, delta, certify="exact", level="theorem")
         assert cheap.certificate == "theorem" and exact.certificate == "exact" and cheap.scale == exact.scale
         assert exact.delta_achieved <= cheap.delta_achieved <= delta
     discrete = jp.PairSet(jp.Discrete([1, 2, 3], [0.2, 0.5, 0.3]), jp.Discrete([1, 2, 3], [0.4, 0.4, 0.2]))
-    assert jp.calibrate(discrete, 1.0, 1e-3).certificate == "exact"
+    assert jp.calibrate(discrete, 1.0, 1e-3, level="theorem").certificate == "exact"
     coupling = jp.calibrate(jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 2.0)), 1.0, 1e-3, level="coupling", certify="level")
     assert coupling.certificate == "coupling"
     assert coupling.delta_achieved == pytest.approx(float(jp.delta_coupling(jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 2.0)), coupling.scale, 1.0)), rel=1e-9)
     with pytest.raises(ValueError, match="certify"):
-        jp.calibrate(discrete, 1.0, 1e-3, certify="loose")
+        jp.calibrate(discrete, 1.0, 1e-3, certify="loose", level="theorem")
 
 
 def test_adversary_axis_is_maximised_over():
     # 4 adversaries × 3 pairs; the binding index is a 2-D index
     rng = np.random.default_rng(3)
     pairs = jp.PairSet(jp.Gaussian(rng.normal(size=(4, 3)), rng.uniform(0, 2, (4, 3))), jp.Gaussian(0.0, 1.0))
-    result = jp.calibrate(pairs, 0.5, 1e-3)
+    result = jp.calibrate(pairs, 0.5, 1e-3, level="theorem")
     assert result.per_pair.shape == (4, 3) and len(result.binding) == 2
     assert float(result.per_pair[result.binding]) == float(np.max(result.per_pair))
 
@@ -70,7 +81,7 @@ def test_one_batched_call_over_1e6_pairs_equals_loop_on_a_sample():
     n = 1_000_000
     mi, si, mj, sj = rng.normal(0, 2, n), rng.uniform(0, 3, n), rng.normal(0, 2, n), rng.uniform(0, 3, n)
     pairs = jp.PairSet(jp.Gaussian(mi, si), jp.Gaussian(mj, sj))
-    batched = np.asarray(jp.calibrate(pairs, 1.0, 1e-6).per_pair)
+    batched = np.asarray(jp.calibrate(pairs, 1.0, 1e-6, level="theorem").per_pair)
     tau = scipy.stats.norm.isf(0.5e-6)
     for k in rng.choice(n, 200, replace=False):
         assert batched[k] == pytest.approx(abs(mi[k] - mj[k]) + abs(si[k] - sj[k]) * tau, rel=1e-13)
@@ -82,16 +93,16 @@ def test_second_call_with_new_values_does_not_recompile():
     def make():
         return jp.PairSet(jp.Gaussian(rng.normal(size=1000), rng.uniform(size=1000)), jp.Gaussian(rng.normal(size=1000), 1.0))
 
-    jp.calibrate(make(), 1.0, 0.01)
+    jp.calibrate(make(), 1.0, 0.01, level="theorem")
     size = calibration._theorem_level._cache_size()
-    jp.calibrate(make(), 2.0, 0.2)
+    jp.calibrate(make(), 2.0, 0.2, level="theorem")
     assert calibration._theorem_level._cache_size() == size
 
 
 def test_differentiable_in_parameters():
     def scale(mu, sigma, eps, delta):
         pairs = jp.PairSet(jp.Gaussian(mu, sigma), jp.Gaussian(0.0, 2.0))
-        return jp.calibrate(pairs, eps, delta).scale
+        return jp.calibrate(pairs, eps, delta, level="theorem").scale
 
     g_mu, g_sigma, g_eps, g_delta = jax.grad(scale, argnums=(0, 1, 2, 3))(1.0, 0.5, 2.0, 0.1)
     tau = scipy.stats.norm.isf(0.05)
@@ -114,7 +125,7 @@ def test_differentiable_in_parameters():
 )
 def test_bad_input_raises(kwargs, name):
     pairs = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 2.0))
-    args = dict(eps=1.0, delta=0.1) | kwargs
+    args = dict(eps=1.0, delta=0.1, level="theorem") | kwargs  # δ = 0 is refused at the theorem level only
     with pytest.raises(ValueError, match=name):
         jp.calibrate(pairs, args.pop("eps"), args.pop("delta"), **args)
 

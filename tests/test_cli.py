@@ -182,7 +182,7 @@ def test_shipped_pair_files_of_every_family(capsys):
     assert code == 0 and [r["pair"] for r in rows] == [m["label"] for m in mixtures]
     for row, m in zip(rows, mixtures):
         prior = lambda p: jp.GaussianMixture(p["weights"], p["means"], p["stds"])  # noqa: E731
-        one = jp.calibrate(jp.PairSet(prior(m["first"]), prior(m["second"])), 1.0, 1e-3)
+        one = jp.calibrate(jp.PairSet(prior(m["first"]), prior(m["second"])), 1.0, 1e-3, level="theorem")
         assert row["scale"] == pytest.approx(one.scale, rel=1e-12)  # zero-weight padding changes nothing
         assert row["mean_i"] == pytest.approx(float(np.dot(m["first"]["weights"], m["first"]["means"])), rel=1e-12)
     code, out, _ = run(capsys, "calibrate", "--pairs", str(DATA / "pairs.csv"), "--level", "theorem", "--format", "json")

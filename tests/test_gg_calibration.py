@@ -116,6 +116,9 @@ def test_gg_gradient_and_refusals():
     fd = (float(scale(jnp.array(1.3 + 1e-5))) - float(scale(jnp.array(1.3 - 1e-5)))) / 2e-5
     np.testing.assert_allclose(g, fd, rtol=1e-6)
     pairs = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 1.0))
+    # the default level is the tightest this (family, kernel) has: coupling here (issue 15)
+    auto = jp.calibrate(pairs, EPS, DELTA, noise=GeneralizedGaussian(1.5))
+    assert auto.level == "coupling" and auto.scale == jp.calibrate(pairs, EPS, DELTA, level="coupling", noise=GeneralizedGaussian(1.5)).scale
     with pytest.raises(ValueError, match="p must be >= 1"):
         jp.calibrate(pairs, EPS, DELTA, level="coupling", noise=GeneralizedGaussian(0.5))
     with pytest.raises(ValueError, match="no evaluator for GeneralizedGaussian"):

@@ -65,7 +65,7 @@ def grid_scales():
                 res = jp.calibrate(pairs, eps, delta, level=level, solver=solver)
                 assert res.converged
                 out[eps, delta, level, solver] = np.asarray(res.per_pair)
-        out[eps, delta, "lambert", "optax"] = np.asarray(jp.calibrate(pairs, eps, delta, tau="lambert").per_pair)
+        out[eps, delta, "lambert", "optax"] = np.asarray(jp.calibrate(pairs, eps, delta, tau="lambert", level="theorem").per_pair)
     return out
 
 
@@ -204,7 +204,7 @@ def test_jacfwd_over_many_pairs_and_theorem_analytic_derivative():
         assert float(jac[k, k]) == pytest.approx(fd, rel=1e-4)
     # theorem level: d/dε and d/dδ of eq. (5) in closed form
     tau = scipy.stats.norm.isf(0.025)
-    g_eps, g_delta = jax.grad(lambda e, d: jp.calibrate(gauss_pairs(0.0, 1.0, 1.0, 2.0), e, d).scale, argnums=(0, 1))(1.0, 0.05)
+    g_eps, g_delta = jax.grad(lambda e, d: jp.calibrate(gauss_pairs(0.0, 1.0, 1.0, 2.0), e, d, level="theorem").scale, argnums=(0, 1))(1.0, 0.05)
     assert float(g_eps) == pytest.approx(-(1 + tau), rel=1e-12)
     assert float(g_delta) == pytest.approx(-1 / (2 * scipy.stats.norm.pdf(tau)), rel=1e-9)
 

@@ -129,9 +129,9 @@ def test_certified_range_boundary_is_accepted_and_sound():
     res = jp.calibrate(pairs, 1.0, 1e-3, level="theorem")
     assert np.all(np.isfinite(np.asarray(res.per_pair))) and float(res.scale) > 1e50
     with pytest.raises(ValueError, match="^eps must be <= 100"):
-        jp.calibrate(pairs, 101.0, 1e-3)
+        jp.calibrate(pairs, 101.0, 1e-3, level="theorem")
     with pytest.raises(ValueError, match="calibrated scale .* beyond the certified range"):
-        jp.calibrate(pairs, 1e-12, 1e-3)
+        jp.calibrate(pairs, 1e-12, 1e-3, level="theorem")
 
 
 def test_delta_floor_of_the_exact_level():
@@ -157,7 +157,7 @@ def test_invalid_inputs_under_jit_give_nan():
     assert np.all(np.isnan(out[2:])), out
 
     def mixture_scale(w):
-        return jp.calibrate(jp.PairSet(GM(w, [0.0, 1.0], [1.0, 1.0]), GM([0.5, 0.5], [0.0, 2.0], [1.0, 1.0])), 1.0, 1e-3).scale
+        return jp.calibrate(jp.PairSet(GM(w, [0.0, 1.0], [1.0, 1.0]), GM([0.5, 0.5], [0.0, 2.0], [1.0, 1.0])), 1.0, 1e-3, level="theorem").scale
 
     assert np.isnan(jax.jit(mixture_scale)(jnp.array([0.7, 0.7])))
     assert np.isfinite(jax.jit(mixture_scale)(jnp.array([0.3, 0.7])))
