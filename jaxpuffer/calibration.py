@@ -42,8 +42,6 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
 from __future__ import annotations
 
 import math
-import sys
-import time
 import warnings
 from functools import partial
 from typing import Any, NamedTuple
@@ -54,6 +52,7 @@ import numpy as np
 import optax
 
 from . import _parallel, _validate, families
+from ._progress import ProgressBar
 from .families.gaussian import theorem_level as _theorem_level
 from .noise import kernels
 from .pairs import PairSet, require_pairs
@@ -613,23 +612,9 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
 # ----------------------------------------------------------------------------- entry point
 
 
-class _Progress:
-    """A progress bar on stderr: pairs done, percent, and the rate since the call began."""
-
-    def __init__(self, total: int, level: str):
-        self.total, self.level, self.start = total, level, time.perf_counter()
-
-    def __call__(self, done: int) -> None:
-        width = 30
-        filled = int(width * done / self.total)
-        rate = done / max(time.perf_counter() - self.start, 1e-9)
-        sys.stderr.write(
-            f"\rjaxpuffer: calibrating {self.total} pairs, {self.level} level [{'#' * filled}{'.' * (width - filled)}] "
-            f"{100 * done // self.total:3d}%  {rate:,.0f} pairs/s"
-        )
-        if done == self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
+def _Progress(total: int, level: str) -> ProgressBar:
+    """The calibration's bar: pairs done, percent, and the rate since the call began."""
+    return ProgressBar(total, f"calibrating {total} pairs, {level} level", "pairs")
 
 
 def _bucket(m: int, cap: int, step: int = _parallel.VECTOR_LANES) -> int:

@@ -553,7 +553,8 @@ def cmd_fit(args) -> str:
         raise CLIError(f"data file {args.data}: column {args.secret} needs at least 2 distinct secrets")
     import jax
 
-    names, fit = priors_from_table(values, secrets, args.components, key=jax.random.PRNGKey(args.seed), var_floor=args.var_floor)
+    names, fit = priors_from_table(values, secrets, args.components, key=jax.random.PRNGKey(args.seed), var_floor=args.var_floor,
+                                     progress=args.progress)
     prior = fit.prior
     i, j = all_pairs_index(len(names))
     pairs = all_pairs(prior)
@@ -617,6 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--var-floor", type=_finite, default=1e-6, help="smallest component variance (default 1e-6)")
     fit.add_argument("--seed", type=int, default=0, help="PRNG seed of the EM start (default 0)")
     fit.add_argument("--out", required=True, metavar="FILE.json", help="the pair file to write")
+    fit.add_argument("--progress", action="store_true", help="a progress bar (EM iterations, secrets converged) on stderr")
     fit.set_defaults(func=cmd_fit)
     sweep = sub.add_parser(
         "sweep", help="the privacy-utility table: the calibrated noise over a grid of (ε, δ), per level, and its plot",

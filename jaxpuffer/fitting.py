@@ -20,6 +20,7 @@ import numpy as np
 from jax.nn import logsumexp
 
 from . import _validate
+from ._progress import ProgressBar
 from .priors import GaussianMixture
 
 INITS = ("kmeans++", "quantile")
@@ -70,53 +71,84 @@ def _initial(key, x, w, k, init, var_floor):
     return jnp.full(k, 1.0 / k), mu, jnp.full(k, var)
 
 
-def _em_one(x, w, alpha, mu, var, var_floor, tol, max_iter):
-    """EM from given parameters for one weighted data set; returns (α, μ, var, ll, converged, it)."""
-    total = jnp.sum(w)
+class _EMState(NamedTuple):
+    """EM for a batch of data sets (leading axis), between blocks of iterations."""
 
-    def loglik(alpha, mu, var):
-        return jnp.sum(w * logsumexp(_log_joint(x, alpha, mu, var), axis=1)) / total
-
-    def step(state):
-        alpha, mu, var, ll, _, it = state
-        joint = _log_joint(x, alpha, mu, var)
-        resp = jnp.exp(joint - logsumexp(joint, axis=1, keepdims=True)) * w[:, None]
-        nk = jnp.sum(resp, axis=0)
-        alive = nk > 1e-12 * total
-        nk_safe = jnp.where(alive, nk, 1.0)
-        mu_new = jnp.where(alive, jnp.sum(resp * x[:, None], axis=0) / nk_safe, mu)
-        var_new = jnp.where(alive, jnp.sum(resp * (x[:, None] - mu_new) ** 2, axis=0) / nk_safe + var_floor, var)
-        alpha_new = jnp.maximum(nk / total, 1e-300)
-        ll_new = loglik(alpha_new, mu_new, var_new)
-        return alpha_new, mu_new, var_new, ll_new, jnp.abs(ll_new - ll) <= tol, it + 1
-
-    def cond(state):
-        return (~state[4]) & (state[5] < max_iter)
-
-    start = (alpha, mu, var, loglik(alpha, mu, var), jnp.array(False), jnp.array(0))
-    alpha, mu, var, ll, converged, it = jax.lax.while_loop(cond, step, start)
-    return alpha, mu, var, ll, converged, it
+    alpha: jax.Array
+    mu: jax.Array
+    var: jax.Array
+    ll: jax.Array  # mean log-likelihood per (weighted) sample at (α, μ, var)
+    converged: jax.Array
+    it: jax.Array
 
 
-@partial(jax.jit, static_argnames=("k", "init", "max_iter"))
-def _fit(key, x, w, k, init, var_floor, tol, max_iter):
-    n = x.shape[-1]
-    batch = x.shape[:-1]
-    xs, ws = x.reshape(-1, n), w.reshape(-1, n)
-    keys = jax.random.split(key, xs.shape[0])
+def _loglik(x, w, alpha, mu, var):
+    return jnp.sum(w * logsumexp(_log_joint(x, alpha, mu, var), axis=1)) / jnp.sum(w)
 
-    def one(key, x, w):
-        alpha, mu, var = _initial(key, x, w, k, init, var_floor)
-        return _em_one(x, w, alpha, mu, var, var_floor, tol, max_iter)
 
-    alpha, mu, var, ll, conv, it = jax.vmap(one)(keys, xs, ws)
-    order = jnp.argsort(mu, axis=-1)  # components sorted by mean: a canonical order
-    take = lambda a: jnp.take_along_axis(a, order, axis=-1).reshape(batch + (k,))  # noqa: E731
-    return take(alpha), take(mu), jnp.sqrt(take(var)), ll.reshape(batch), conv.reshape(batch), it.reshape(batch)
+@partial(jax.jit, static_argnames=("k", "init"))
+def _em_start(key, x, w, k, init, var_floor) -> _EMState:
+    """The initial parameters of every data set (rows of x, w) and their log-likelihood."""
+    alpha, mu, var = jax.vmap(lambda key, x, w: _initial(key, x, w, k, init, var_floor))(jax.random.split(key, x.shape[0]), x, w)
+    ll = jax.vmap(_loglik)(x, w, alpha, mu, var)
+    return _EMState(alpha, mu, var, ll, jnp.zeros(x.shape[0], bool), jnp.zeros(x.shape[0], int))
+
+
+@jax.jit
+def _em_advance(state: _EMState, x, w, var_floor, tol, until) -> _EMState:
+    """EM steps on every data set until it converges (|Δ ll| ≤ tol) or has run ``until`` steps in all."""
+
+    def one(state, x, w):
+        total = jnp.sum(w)
+
+        def step(state):
+            alpha, mu, var, ll, _, it = state
+            joint = _log_joint(x, alpha, mu, var)
+            resp = jnp.exp(joint - logsumexp(joint, axis=1, keepdims=True)) * w[:, None]
+            nk = jnp.sum(resp, axis=0)
+            alive = nk > 1e-12 * total
+            nk_safe = jnp.where(alive, nk, 1.0)
+            mu_new = jnp.where(alive, jnp.sum(resp * x[:, None], axis=0) / nk_safe, mu)
+            var_new = jnp.where(alive, jnp.sum(resp * (x[:, None] - mu_new) ** 2, axis=0) / nk_safe + var_floor, var)
+            alpha_new = jnp.maximum(nk / total, 1e-300)
+            ll_new = _loglik(x, w, alpha_new, mu_new, var_new)
+            return _EMState(alpha_new, mu_new, var_new, ll_new, jnp.abs(ll_new - ll) <= tol, it + 1)
+
+        return jax.lax.while_loop(lambda s: (~s.converged) & (s.it < until), step, state)
+
+    return jax.vmap(one)(state, x, w)
+
+
+def _em(key, x, w, k, init, var_floor, tol, max_iter, progress):
+    """EM on every row of (x, w) from its initial parameters: one call (traceable under the user's
+    ``jit``), or with a progress bar in blocks of max_iter/50 iterations, each resuming where the
+    last stopped (the same steps)."""
+    state = _em_start(key, x, w, k, init, var_floor)
+    if not progress:
+        return _em_advance(state, x, w, var_floor, tol, max_iter)
+    n, block, done = x.shape[0], max(1, max_iter // 50), 0
+    bar = ProgressBar(max_iter, f"fitting {n} mixtures by EM", "iterations")
+    while done < max_iter:
+        done = min(done + block, max_iter)
+        state = _em_advance(state, x, w, var_floor, tol, done)
+        finished = int(jnp.sum(state.converged))
+        if finished == n or done == max_iter:
+            bar(max_iter, f"{finished}/{n} converged (last after {int(jnp.max(state.it))})")
+            break
+        bar(done, f"{finished}/{n} converged")
+    return state
+
+
+@jax.jit
+def _sorted_by_mean(state: _EMState):
+    """(α, μ, σ) with the components sorted by mean (a canonical order), ll, converged, iterations."""
+    order = jnp.argsort(state.mu, axis=-1)
+    take = lambda a: jnp.take_along_axis(a, order, axis=-1)  # noqa: E731
+    return take(state.alpha), take(state.mu), jnp.sqrt(take(state.var)), state.ll, state.converged, state.it
 
 
 def fit_gmm(x, n_components: int, *, key, sample_weights=None, init: str = "kmeans++", var_floor: float = 1e-6,
-            tol: float = 1e-10, max_iter: int = 1000) -> GMMFit:
+            tol: float = 1e-10, max_iter: int = 1000, progress: bool = False) -> GMMFit:
     """Fit a 1-D Gaussian mixture to ``x`` (…, n) by EM: one fit per leading index (vmapped).
 
     Args:
@@ -127,6 +159,8 @@ def fit_gmm(x, n_components: int, *, key, sample_weights=None, init: str = "kmea
       init: ``"kmeans++"`` or ``"quantile"`` (weighted quantiles at (m + ½)/k).
       var_floor: added to every component variance (scikit-learn's ``reg_covar``).
       tol: stop when the mean log-likelihood changes by ≤ tol; max_iter: iteration cap.
+      progress: a bar on stderr (iterations run, data sets converged); EM then runs in blocks of
+        max_iter/50 iterations, each resuming where the last stopped: the same fit.
 
     Returns:
       :class:`GMMFit`, components sorted by mean.
@@ -145,7 +179,13 @@ def fit_gmm(x, n_components: int, *, key, sample_weights=None, init: str = "kmea
         raise ValueError(f"every data set needs at least n_components = {n_components} samples with positive weight")
     if not (isinstance(var_floor, float) and var_floor > 0):
         raise ValueError(f"var_floor must be a positive float; got {var_floor!r}")
-    alpha, mu, std, ll, conv, it = _fit(key, x, w, n_components, init, var_floor, tol, max_iter)
+    if not (isinstance(tol, (int, float)) and tol >= 0):
+        raise ValueError(f"tol must be a number >= 0; got {tol!r}")
+    if not isinstance(max_iter, int) or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
+    batch, n = x.shape[:-1], x.shape[-1]
+    state = _em(key, x.reshape(-1, n), w.reshape(-1, n), n_components, init, var_floor, tol, max_iter, progress)
+    alpha, mu, std, ll, conv, it = (a.reshape(batch + a.shape[1:]) for a in _sorted_by_mean(state))
     return GMMFit(GaussianMixture.tree_unflatten(None, (alpha, mu, std)), ll, conv, it)
 
 

@@ -208,6 +208,11 @@ def test_fit_writes_a_pair_file_that_calibrates(tmp_path, capsys):
     assert np.dot(first["weights"], first["means"]) == pytest.approx(np.mean(salaries["engineering"]), rel=1e-6)
     code, out, _ = run(capsys, "calibrate", "--pairs", str(out_file), "--level", "theorem", "--format", "json")
     assert code == 0 and json.loads(out)["num_pairs"] == 6
+    # --progress: a bar on stderr, the same pair file
+    again = tmp_path / "again.json"
+    code, out, err = run(capsys, "fit", "--data", str(DATA / "salaries.csv"), "--value", "salary", "--secret", "dept", "--out", str(again), "--progress")
+    assert code == 0 and "fitting 3 mixtures by EM" in err and "100%" in err and "3/3 converged" in err
+    assert again.read_text() == out_file.read_text()
 
 
 @pytest.mark.parametrize(

@@ -47,6 +47,23 @@ def test_batched_ragged_groups_equal_separate_fits_and_are_deterministic():
     np.testing.assert_array_equal(again.prior.means, jp.fit_gmm(values[:1000], 3, key=jax.random.PRNGKey(5)).prior.means)
 
 
+def test_progress_bar_runs_the_same_em(capsys):
+    """progress=True runs EM in blocks of max_iter/50 iterations, each resuming the last: the same fit,
+    bit for bit, with a bar on stderr; a cap reached before convergence says so."""
+    values = np.concatenate([synthetic(3), synthetic(4, n=(50, 80, 40), means=(0, 3, 8))])
+    secrets = np.array(["a"] * 1000 + ["b"] * 170)
+    _, plain = jp.priors_from_table(values, secrets, 3, key=jax.random.PRNGKey(0))
+    _, shown = jp.priors_from_table(values, secrets, 3, key=jax.random.PRNGKey(0), progress=True)
+    for a, b in zip(jax.tree_util.tree_leaves(plain), jax.tree_util.tree_leaves(shown)):
+        np.testing.assert_array_equal(a, b)
+    err = capsys.readouterr().err
+    assert "fitting 2 mixtures by EM" in err and "100%" in err and "2/2 converged" in err and err.endswith("\n")
+    assert int(np.max(plain.iterations)) < 1000
+    capped = jp.fit_gmm(values[:1000], 3, key=jax.random.PRNGKey(0), max_iter=7, progress=True)
+    assert not bool(capped.converged) and int(capped.iterations) == 7
+    assert "0/1 converged (last after 7)" in capsys.readouterr().err
+
+
 def test_integer_data_does_not_collapse_with_a_variance_floor():
     rng = np.random.default_rng(0)
     x = rng.choice([9.0, 10.0, 13.0], size=2000, p=[0.5, 0.3, 0.2])  # three repeated integers
@@ -64,3 +81,7 @@ def test_fit_bad_inputs():
         jp.fit_gmm([1.0, np.nan, 2.0], 1, key=jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="init must be one of"):
         jp.fit_gmm([1.0, 2.0], 1, key=jax.random.PRNGKey(0), init="random")
+    with pytest.raises(ValueError, match="max_iter must be a positive integer"):
+        jp.fit_gmm([1.0, 2.0], 1, key=jax.random.PRNGKey(0), max_iter=0)
+    with pytest.raises(ValueError, match="tol must be a number >= 0"):
+        jp.fit_gmm([1.0, 2.0], 1, key=jax.random.PRNGKey(0), tol=-1.0)
