@@ -56,13 +56,14 @@ from .bounds import _gaussian_pairs
 from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, bisect_widest, crossing_start, newton_bracket, quadratic_start
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass, tail_normalized
-from .losses_discrete import discrete_delta, discrete_probabilistic
-from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
+from .losses_discrete import EXACT_KERNELS as DISCRETE_EXACT_KERNELS, discrete_delta, discrete_probabilistic
+from .losses_mixture import EXACT_KERNELS as MIXTURE_EXACT_KERNELS, mixture_delta, mixture_delta_at_zero, mixture_params
+from .noise import kernels
 from .pairs import PairSet
 from .couplings import gmm_coupling
 from .priors import Discrete, GaussianMixture
 
-NOISES = ("laplace", "gaussian")
+EXACT_KERNELS = ("laplace", "gaussian")  # the kernels whose exact δ for Gaussian priors is built here
 COUPLING_METHODS = ("closed", "quadrature", "monte_carlo")
 
 _ROOTS = 4  # grid crossings refined per order
@@ -412,9 +413,23 @@ def _discrete_delta_jit(x, p, q, b, eps, level, noise, symmetric):
     return discrete_delta(level, noise, x, p, q, b, eps, symmetric)
 
 
-def _prepare_discrete(pairs, scale, eps, noise):
-    """(x, p, q, b, ε) of discrete pairs, broadcast to one batch shape, validated."""
-    _validate.choice("noise", noise, NOISES)
+def _noise_key(noise, level: str, exact_kernels):
+    """The evaluators' static key for ``noise`` (a kernel name or object: its name, or a GG kernel
+    with a concrete p), refusing a level that the kernel, or the family's exact evaluator (which
+    handles the kernels named in ``exact_kernels``, None for every kernel), does not have."""
+    kernel = kernels.resolve(noise)
+    if level not in kernel.levels:
+        raise ValueError(f"noise={kernel!r} has no {level!r} level (a Laplace-noise bound); use delta_coupling or delta_exact")
+    if level == "exact" and exact_kernels is not None and kernel.name not in exact_kernels:
+        raise ValueError(
+            f"the exact δ with {kernel!r} noise is built for Discrete priors only (a certified cell enclosure); for these "
+            "priors use delta_coupling (an upper bound of the exact δ)"
+        )
+    return kernel.calibration_key()
+
+
+def _prepare_discrete(pairs, scale, eps):
+    """(x, p, q, b, ε) of discrete pairs, broadcast to one batch shape, validated (``noise`` a key)."""
     scale = _validate.float_array("scale", scale)
     _validate.nonnegative("scale", scale)
     eps = _validate.epsilon(eps)
@@ -439,7 +454,7 @@ def _mixture_delta_jit(params, b, eps, symmetric, level, noise, with_zero):
 
 def _mixture_public(level, pairs, scale, eps, noise, weights):
     """δ of GaussianMixture pairs at one level, broadcast over pairs, scale and ε."""
-    _validate.choice("noise", noise, NOISES)
+    noise = _noise_key(noise, level, MIXTURE_EXACT_KERNELS)
     scale = _validate.float_array("scale", scale)
     (_validate.nonnegative if level == "exact" else _validate.positive)("scale", scale)
     eps = _validate.epsilon(eps)
@@ -457,9 +472,8 @@ def _is_discrete(pairs) -> bool:
     return isinstance(pairs, PairSet) and isinstance(pairs.first, Discrete)
 
 
-def _prepare(pairs, scale, eps, noise):
+def _prepare(pairs, scale, eps):
     pairs = _gaussian_pairs(pairs, "the privacy-loss functions")
-    _validate.choice("noise", noise, NOISES)
     scale = _validate.float_array("scale", scale)
     _validate.nonnegative("scale", scale)
     eps = _validate.epsilon(eps)
@@ -477,9 +491,13 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
       scale: Laplace b, or the Gaussian noise std θ, ≥ 0 (0: the priors' own hockey-stick).
       eps: ε > 0. ``scale`` and ``eps`` broadcast with ``pairs.batch_shape``.
       noise: ``"laplace"`` (Gaussian ⊛ Laplace density and CDF, MATH.md §6) or ``"gaussian"``
-        (two-Gaussian closed form, MATH.md §7). Discrete priors: :mod:`jaxpuffer.losses_discrete`
-        (closed form for Laplace, a certified grid for Gaussian noise). GaussianMixture priors:
+        (two-Gaussian closed form, MATH.md §7), or a kernel of :mod:`jaxpuffer.noise`. Discrete
+        priors: :mod:`jaxpuffer.losses_discrete` (closed form for Laplace, a certified grid for
+        Gaussian noise, a certified cell enclosure for ``GeneralizedGaussian(p)``, p ≥ 1: an upper
+        bound, :mod:`jaxpuffer.losses_enclosure`). GaussianMixture priors:
         :mod:`jaxpuffer.losses_mixture` (located crossings and closed-form component CDFs).
+        Gaussian and mixture priors under GG noise raise (no exact evaluator yet: use
+        :func:`delta_coupling`).
       weights: GaussianMixture pairs only: the :class:`jaxpuffer.couplings.ComponentPlan` whose
         coupling bound (24) stands in (≥ δ) where the crossing search exceeds its budget
         (default: ``jp.gmm_coupling(pairs, cost="w2")``).
@@ -487,10 +505,11 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
     if _is_mixture(pairs):
         return _mixture_public("exact", pairs, scale, eps, noise, weights)
     if _is_discrete(pairs):
-        args = _prepare_discrete(pairs, scale, eps, noise)
-        return _discrete_delta_jit(*args, level="exact", noise=noise, symmetric=pairs.symmetric)
-    pairs, args = _prepare(pairs, scale, eps, noise)
-    return _pair_delta_jit(*args, level="exact", noise=noise, symmetric=pairs.symmetric)
+        key = _noise_key(noise, "exact", DISCRETE_EXACT_KERNELS)
+        return _discrete_delta_jit(*_prepare_discrete(pairs, scale, eps), level="exact", noise=key, symmetric=pairs.symmetric)
+    key = _noise_key(noise, "exact", EXACT_KERNELS)
+    pairs, args = _prepare(pairs, scale, eps)
+    return _pair_delta_jit(*args, level="exact", noise=key, symmetric=pairs.symmetric)
 
 
 def delta_coupling(
@@ -508,7 +527,8 @@ def delta_coupling(
     """L1: the Monge-coupling bound (35), U1(b) = E[h(|W|)], W = x − T(x) ~ N(Δμ, Δσ²).
 
     h(w) = (1 − e^{ε − w/b})_+ for Laplace noise; for Gaussian noise h(w) is the analytic Gaussian
-    mechanism's δ at shift w (the same coupling argument, Appendix E). Methods:
+    mechanism's δ at shift w (the same coupling argument, Appendix E); for any other kernel of
+    :mod:`jaxpuffer.noise` (``noise=jp.noise.GeneralizedGaussian(p)``, p ≥ 1) its shift δ. Methods:
 
     * ``"closed"`` — Laplace only, MATH.md §6's closed form;
     * ``"quadrature"`` — composite Gauss–Legendre (16 × 16 nodes) in (W − Δμ)/|Δσ| on each side
@@ -530,13 +550,14 @@ def delta_coupling(
     if _is_discrete(pairs):
         if method != "closed":
             raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
-        args = _prepare_discrete(pairs, scale, eps, noise)
-        return _discrete_delta_jit(*args, level="coupling", noise=noise, symmetric=pairs.symmetric)
-    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps, noise)
+        key = _noise_key(noise, "coupling", DISCRETE_EXACT_KERNELS)
+        return _discrete_delta_jit(*_prepare_discrete(pairs, scale, eps), level="coupling", noise=key, symmetric=pairs.symmetric)
+    noise = _noise_key(noise, "coupling", EXACT_KERNELS)
+    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     _validate.positive("scale", b)
     if method == "closed":
         if noise != "laplace":
-            raise ValueError("method 'closed' is for Laplace noise; use method='quadrature' for Gaussian noise")
+            raise ValueError(f"method 'closed' is for Laplace noise; use method='quadrature' for {noise} noise")
         return coupling_laplace_closed(d_mu, s1 - s2, b, eps)
     if method == "quadrature":
         return coupling_quadrature(d_mu, s1 - s2, b, eps, noise)
@@ -560,7 +581,7 @@ def delta_probabilistic(pairs: PairSet, scale, eps) -> jax.Array:
     """
     if not _is_discrete(pairs):
         raise ValueError("pairs must hold Discrete priors for delta_probabilistic")
-    x, p, q, b, eps = _prepare_discrete(pairs, scale, eps, "gaussian")
+    x, p, q, b, eps = _prepare_discrete(pairs, scale, eps)
     return _probabilistic_jit(x, p, q, b, eps, pairs.symmetric)
 
 
@@ -569,11 +590,11 @@ _probabilistic_jit = jax.jit(discrete_probabilistic)
 
 def delta_indicator(pairs: PairSet, scale, eps) -> jax.Array:
     """L2: the indicator bound (18), P(|W| > εb), W ~ N(Δμ, Δσ²) (Laplace noise)."""
-    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps, "laplace")
+    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     return _indicator(d_mu, s1 - s2, b, eps)
 
 
 def delta_theorem(pairs: PairSet, scale, eps) -> jax.Array:
     """L3 (Theorem 1, eq. (5) inverted): the δ certified at Laplace scale ``scale`` per pair."""
-    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps, "laplace")
+    pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     return theorem_delta(d_mu, s1 - s2, b, eps)

@@ -78,6 +78,8 @@ from .losses_coupling import coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, tail_normalized
 from .priors import log_mgf
 
+EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ noise in closed form
+
 _ROOTS = 24  # grid crossings refined, both orders together
 _EXTREMA = 12  # hidden peaks or dips searched, both orders together
 _ROOT_STEPS = 12  # safeguarded Newton steps per zero (8 left near-tangent flanks short: δ(b) jittered)

@@ -86,6 +86,8 @@ def test_gaussian_pairs_sound_and_tight_at_the_coupling_level(p):
         bound = max(_coupling_bound(p, a - c, sa - sc, b, EPS), _coupling_bound(p, c - a, sc - sa, b, EPS))
         assert bound <= DELTA * (1 + 1e-6)
         assert _coupling_bound(p, a - c, sa - sc, b * (1 - 1e-4), EPS) > DELTA  # tight at its level
+        one = jp.PairSet(jp.Gaussian(a, sa), jp.Gaussian(c, sc), symmetric=False)  # the public bound, one order
+        assert float(jp.delta_coupling(one, b, EPS, noise=GeneralizedGaussian(p), method="quadrature")) == pytest.approx(_coupling_bound(p, a - c, sa - sc, b, EPS), rel=1e-8)
         assert _exact_by_convolution(p, a, sa, c, sc, b, EPS) <= bound  # the level is sound
 
 
@@ -123,6 +125,12 @@ def test_gg_gradient_and_refusals():
         jp.calibrate(pairs, EPS, DELTA, level="coupling", noise=GeneralizedGaussian(0.5))
     with pytest.raises(ValueError, match="no evaluator for GeneralizedGaussian"):
         jp.calibrate(pairs, EPS, DELTA, level="exact", noise=GeneralizedGaussian(1.5))
+    mixtures = jp.PairSet(jp.GaussianMixture([0.5, 0.5], [0.0, 1.0], [1.0, 1.0]), jp.GaussianMixture([0.5, 0.5], [0.0, 2.0], [1.0, 1.0]))
+    for prior_pairs in (pairs, mixtures):
+        with pytest.raises(ValueError, match="built for Discrete priors only.*use delta_coupling"):
+            jp.delta_exact(prior_pairs, 1.0, EPS, noise=GeneralizedGaussian(1.5))
+    with pytest.raises(ValueError, match="method 'closed' is for Laplace noise; use method='quadrature'"):
+        jp.delta_coupling(pairs, 1.0, EPS, noise=GeneralizedGaussian(1.5))
     with pytest.raises(ValueError, match="Laplace-noise bound"):
         jp.calibrate(pairs, EPS, DELTA, level="indicator", noise=GeneralizedGaussian(1.5))
 
@@ -203,16 +211,15 @@ def test_discrete_exact_level_gg_sound_tight_and_below_the_coupling_level():
     """GG(1.5) and GG(4) on 12 random 4-atom pairs (symmetric: both orders): the exact δ by the scipy
     reference above is ≤ target·(1 + 1e-9) at the calibrated b and > target at b(1 − 1e-4) (tight);
     the coupling level's δ at that b exceeds the target (so the exact level needs less noise); the
-    evaluator's δ at fixed scales is within 1e-6 relative (1e-13 absolute) above the reference,
-    never below it by more than the reference's own error."""
-    from jaxpuffer.losses_discrete import discrete_delta
-
+    evaluator's δ at fixed scales (the public delta_exact / delta_coupling with the kernel) is within
+    1e-6 relative (1e-13 absolute) above the reference, never below it by more than the reference's
+    own error."""
     rng = np.random.default_rng(7)
     x, pw, qw = _random_discrete(rng, 12)
     pairs = _discrete_pairs(x, pw, qw)
     for p in (1.5, 4.0):
         kernel = GeneralizedGaussian(p)
-        evaluate = jax.jit(lambda level, b: discrete_delta(level, kernel, jnp.asarray(x), jnp.asarray(pw), jnp.asarray(qw), b, jnp.full(12, EPS), True), static_argnums=0)
+        evaluate = lambda level, b: (jp.delta_exact if level == "exact" else jp.delta_coupling)(pairs, b, EPS, noise=kernel)  # noqa: E731
         result = jp.calibrate(pairs, EPS, DELTA, level="exact", noise=kernel)
         assert result.converged and result.delta_achieved <= DELTA
         scales = np.asarray(result.per_pair)

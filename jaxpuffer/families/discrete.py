@@ -6,6 +6,7 @@ import jax.numpy as jnp
 
 from .. import kantorovich
 from ..kantorovich import THEOREM3_CONSTANTS
+from .. import losses_discrete
 from ..losses_discrete import discrete_delta
 from ..priors import Discrete, log_mgf
 from . import register
@@ -16,7 +17,7 @@ class DiscreteFamily:
     name = "discrete"
     prior_type = Discrete
     levels = ("coupling", "exact")
-    exact_kernels = None  # any log-concave kernel (losses_enclosure for GG)
+    exact_kernels = losses_discrete.EXACT_KERNELS
     pure_eps = True
 
     def params(self, pairs, delta, tau):

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 
 from ..bounds import _gaussian_pairs, pure_scale, theorem1_scale
+from .. import losses
 from ..losses import pair_delta, prior_delta, theorem_delta
 from ..priors import Gaussian
 from ..tau import tau_star_unchecked
@@ -30,7 +31,7 @@ class GaussianFamily:
     name = "gaussian"
     prior_type = Gaussian
     levels = ("indicator", "coupling", "exact")
-    exact_kernels = ("laplace", "gaussian")  # closed forms (MATH.md §6–7)
+    exact_kernels = losses.EXACT_KERNELS
     pure_eps = True
 
     def params(self, pairs, delta, tau):

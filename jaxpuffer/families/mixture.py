@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from ..bounds import mixture_theorem_scale, theorem1_scale, theorem2
 from ..couplings import gmm_coupling
 from ..losses import theorem_delta
+from .. import losses_mixture
 from ..losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from ..priors import GaussianMixture, log_mgf
 from ..tau import tau_star_unchecked
@@ -19,7 +20,7 @@ class MixtureFamily:
     name = "mixture"
     prior_type = GaussianMixture
     levels = ("coupling", "exact")
-    exact_kernels = ("laplace", "gaussian")  # component CDFs in closed form
+    exact_kernels = losses_mixture.EXACT_KERNELS
     # with Laplace noise its exact evaluator returns 0 where it proves f < 0 on every piece, the
     # outer ones included (losses_mixture._outer_negative), so δ = 0 targets are searched
     pure_eps = True

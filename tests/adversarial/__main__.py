@@ -101,17 +101,12 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
 def _noise(jp, noise, rng):
     """(the kernel calibrate gets, the library's own exact δ at (pairs, scale, ε), the reference's
     name of the noise) for "laplace", "gaussian" or "gg" (p drawn log-uniform in [1, 8])."""
-    if noise != "gg":
-        return noise, lambda pairs, b, eps: jp.delta_exact(pairs, b, eps, noise=noise), noise
-    from jaxpuffer.losses_discrete import discrete_delta
-
-    shape = float(np.exp(rng.uniform(0.0, np.log(8.0))))
-    kernel = jp.noise.GeneralizedGaussian(shape)
-
-    def own(pairs, b, eps):
-        return discrete_delta("exact", kernel, pairs.first.support, pairs.first.probs, pairs.second.probs, b, eps, pairs.symmetric)
-
-    return kernel, own, f"gg:{shape!r}"
+    if noise == "gg":
+        shape = float(np.exp(rng.uniform(0.0, np.log(8.0))))
+        kernel, name = jp.noise.GeneralizedGaussian(shape), f"gg:{shape!r}"
+    else:
+        kernel, name = noise, noise
+    return kernel, lambda pairs, b, eps: jp.delta_exact(pairs, b, eps, noise=kernel), name
 
 
 def _report(kind, family, noise, ratio, job, out):
