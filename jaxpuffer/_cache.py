@@ -14,8 +14,9 @@ import os
 import jax
 
 _OFF = ("0", "false", "no", "off")
-# Programs that compile faster than this are not written to disk (loading costs a few ms each).
-MIN_COMPILE_SECONDS = 0.2
+# Every program is written to disk: loading a small one (ms) is faster than compiling it again
+# (measured on README command 1, warm: 5.0 s with a 0.2 s threshold, 4.2 s with none).
+MIN_COMPILE_SECONDS = 0.0
 
 
 def default_folder() -> str:

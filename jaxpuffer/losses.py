@@ -413,13 +413,11 @@ def _discrete_delta_jit(x, p, q, b, eps, level, noise, symmetric):
     return discrete_delta(level, noise, x, p, q, b, eps, symmetric)
 
 
-def _noise_key(noise, level: str, exact_kernels):
+def _noise_key(noise, level: str, exact_kernels=None):
     """The evaluators' static key for ``noise`` (a kernel name or object: its name, or a GG kernel
-    with a concrete p), refusing a level that the kernel, or the family's exact evaluator (which
-    handles the kernels named in ``exact_kernels``, None for every kernel), does not have."""
+    with a concrete p); at the exact level, refuses a kernel that the family's exact evaluator
+    (which handles the kernels named in ``exact_kernels``, None for every kernel) does not handle."""
     kernel = kernels.resolve(noise)
-    if level not in kernel.levels:
-        raise ValueError(f"noise={kernel!r} has no {level!r} level (a Laplace-noise bound); use delta_coupling or delta_exact")
     if level == "exact" and exact_kernels is not None and kernel.name not in exact_kernels:
         raise ValueError(
             f"the exact δ with {kernel!r} noise is built for Discrete priors only (a certified cell enclosure); for these "
@@ -429,7 +427,7 @@ def _noise_key(noise, level: str, exact_kernels):
 
 
 def _prepare_discrete(pairs, scale, eps):
-    """(x, p, q, b, ε) of discrete pairs, broadcast to one batch shape, validated (``noise`` a key)."""
+    """(x, p, q, b, ε) of discrete pairs, broadcast to one batch shape, validated."""
     scale = _validate.float_array("scale", scale)
     _validate.nonnegative("scale", scale)
     eps = _validate.epsilon(eps)
@@ -550,9 +548,9 @@ def delta_coupling(
     if _is_discrete(pairs):
         if method != "closed":
             raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
-        key = _noise_key(noise, "coupling", DISCRETE_EXACT_KERNELS)
+        key = _noise_key(noise, "coupling")
         return _discrete_delta_jit(*_prepare_discrete(pairs, scale, eps), level="coupling", noise=key, symmetric=pairs.symmetric)
-    noise = _noise_key(noise, "coupling", EXACT_KERNELS)
+    noise = _noise_key(noise, "coupling")
     pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     _validate.positive("scale", b)
     if method == "closed":

@@ -29,6 +29,7 @@ _ASYMPTOTIC_FROM = 20.0
 _ERFCX_SERIES = tuple((-1) ** n * math.prod(range(1, 2 * n, 2)) / 2.0**n for n in range(9))
 
 
+@jax.jit
 def safe_erfcx(x):
     """erfcx(x) = e^{x²} erfc(x), with the asymptotic series for x ≥ 20.
 
@@ -108,6 +109,7 @@ def _log_mass_term(u, v):
     )
 
 
+@jax.jit
 def tail_normalized(z, sigma, b, right):
     """(log p ± z/b, d log p/dz) for N(0, σ²) ⊛ Laplace(b) at z: R = log p + z/b where ``right``,
     L = log p − z/b elsewhere. R is bounded in the right tail, L in the left one (both →
