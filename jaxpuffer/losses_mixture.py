@@ -125,6 +125,7 @@ def _spreads(stds, b, noise):
     return stds if noise == "laplace" else jnp.sqrt(stds**2 + b**2)
 
 
+@partial(jax.jit, static_argnames="noise")
 def _components(y, weights, means, spreads, b, noise, center):
     """Per point y (N,) and component, with components (2, k) one row per mixture:
     ℓ_m(y) + c(y) with ℓ_m = log(α_m p_m) and the true slope ℓ_m'(y), as (N, 2, k) arrays, then c(y)
