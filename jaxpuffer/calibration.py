@@ -612,7 +612,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
 # ----------------------------------------------------------------------------- entry point
 
 
-def _Progress(total: int, level: str) -> ProgressBar:
+def _calibration_bar(total: int, level: str) -> ProgressBar:
     """The calibration's bar: pairs done, percent, and the rate since the call began."""
     return ProgressBar(total, f"calibrating {total} pairs, {level} level", "pairs")
 
@@ -685,7 +685,7 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     cap = n if chunk_size is None else chunk_size
     concrete = all(_validate.is_concrete(v) for v in (*params, eps, target))
     parts, converged, iterations = [], True, 0
-    report = _Progress(n, cfg.level) if progress else None
+    report = _calibration_bar(n, cfg.level) if progress else None
     for start in range(0, n, cap):
         idx = np.arange(start, min(start + cap, n))
         *take, take_eps, take_target = _pad_take((*params, eps, target), idx, _bucket(idx.size, cap, _parallel.granule(cfg.mesh)))
@@ -925,7 +925,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     if level == "theorem":
         per_lane = family.theorem(lanes, params, lane_eps, lane_delta, tau)
         if progress:  # one vectorized closed form: done at once
-            _Progress(per_lane.size, "theorem")(per_lane.size)
+            _calibration_bar(per_lane.size, "theorem")(per_lane.size)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
         cfg = _Config(level, noise_key, solver, float(rtol), family.name,
