@@ -28,7 +28,7 @@ def pytest_configure(config):
     else:
         folder = config._jaxpuffer_cache = tempfile.mkdtemp(prefix="jaxpuffer-tests-")
     jax.config.update("jax_compilation_cache_dir", folder)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # every program, as the library does
 
 
 @pytest.hookimpl(optionalhook=True)
