@@ -861,8 +861,9 @@ class _Run(NamedTuple):
 def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, chunk_size, progress, certify, devices) -> _Run:
     """Validates the arguments and finds every lane's scale on this process's devices."""
     kernel = kernels.resolve(noise)
+    family = families.for_pairs(pairs)
     if level is None:  # the tightest level this (family, kernel) has
-        level = "exact" if families.has_exact(families.for_pairs(pairs), kernel) else "coupling"
+        level = "exact" if families.has_exact(family, kernel) else "coupling"
     _validate.choice("level", level, LEVELS)
     _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)
@@ -881,7 +882,6 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     if not isinstance(max_iter, int) or max_iter < 1:
         raise ValueError(f"max_iter must be a positive integer; got {max_iter!r}")
     mesh = _parallel.resolve_mesh(devices)
-    family = families.for_pairs(pairs)
     require_pairs(pairs, family.prior_type, "calibrate")
     if level != "theorem" and level not in family.levels:
         ok = ", ".join(repr(v) for v in ("theorem", *family.levels[:-1])) + f" or {family.levels[-1]!r}"
