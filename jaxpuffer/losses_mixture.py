@@ -25,11 +25,12 @@ the ±y/b parts cancel analytically), then
     its extremum located by an Illinois search on f' and, where it crosses, the two zeros beside
     it by Newton steps.
 
-Both orders (f = r − ε and −r − ε, r = log p_i − log p_j) share one pool of ``_ROOTS`` crossings
-and ``_EXTREMA`` extrema. Newton starts from :func:`jaxpuffer._roots.quadratic_start` (crossings:
-a grid point may sit on a near-tangent peak; for flanks, from the extremum with slope 0),
-and returns the final *bracket* [lo, hi] of each zero, both ends with their f (issue 17: flank
-roots of narrow slivers left 8 steps short under-measured δ by up to 2x).
+Both orders (f = r − ε and −r − ε, r = log p_i − log p_j) share one pool of crossings, 8k − 4
+slots for k components (every crossing there can be: :func:`_pools`), and one of 2k extrema.
+Newton starts from :func:`jaxpuffer._roots.quadratic_start` (crossings: a grid point may sit on
+a near-tangent peak; for flanks, from the extremum with slope 0), and returns the final
+*bracket* [lo, hi] of each zero, both ends with their f (issue 17: flank roots of narrow slivers
+left 8 steps short under-measured δ by up to 2x).
 
 **Why the sum is an upper bound (proof sketch).** δ = Σ over the pieces between consecutive
 points (grid, bracket ends, extrema; each carries f of both orders as evaluated) of
@@ -55,9 +56,14 @@ The 16 unproven pieces holding the most are split into 16 subpieces each and bou
 same rules (the least of the two bounds is kept): the bounds' gaps shrink with the width squared,
 and a slope bound with the width. So no piece's sign pattern is assumed: a missed crossing or
 extremum (a pool that overflowed, a cell with two hidden extrema) costs tightness, not soundness.
-The pools' overflow is reported (``resolved``); there the pair takes the smaller of this bound
-and the coupling bound. Diagnostics (unproven pieces per order, pieces subdivided, subpieces still
-unproven, pieces) are returned by :func:`_exact_pair`.
+The pools' overflow is reported (``resolved``); there the pair takes the smaller of this
+bound and the coupling bound. Diagnostics (unproven pieces per order, pieces subdivided, subpieces
+still unproven, pieces) are returned by :func:`_exact_batch`.
+
+**Batches.** Each pass is one function of one pair, vmapped over a batch. The subdivision pass
+is needed by few pairs (0–4 % of random 3-component pairs near their calibrated scale, at most 6
+pieces each, against the 16 it has room for): only the pairs with an unproven piece are gathered
+and computed, n/``_FEW`` at a time (:func:`_on_lanes`), with the same per-pair arithmetic.
 
 No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ) over the continuous
 components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-mass components.
@@ -80,8 +86,7 @@ from .priors import log_mgf
 
 EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ noise in closed form
 
-_ROOTS = 24  # grid crossings refined, both orders together
-_EXTREMA = 12  # hidden peaks or dips searched, both orders together
+_FEW = 8  # the subdivision pass runs on the pairs that need it, ⌈n/_FEW⌉ at a time
 _ROOT_STEPS = 12  # safeguarded Newton steps per zero (8 left near-tangent flanks short: δ(b) jittered)
 _EXTREMUM_STEPS = 16  # Illinois steps on f' per extremum
 _NOISE_ULPS = 32
@@ -118,6 +123,20 @@ def mixture_coupling(w, d_mu, d_sigma, b, eps, noise: str = "laplace"):
 
 
 # ----------------------------------------------------------------------------- exact level
+
+
+def _pools(k: int):
+    """(crossing slots, extremum slots) for pairs of k-component mixtures, both orders together.
+
+    p_i − e^ε p_j before noise is a signed sum of 2k Gaussian densities, which has at most
+    2(2k − 1) sign changes (Kalai, Moitra & Valiant 2010, Proposition 7; equal variances and point
+    masses as limits); the Laplace and Gaussian kernels are Pólya frequency functions, so the
+    convolution adds none (variation diminishing; Karlin 1968). A grid crossing is a sign change,
+    so 2(4k − 2) slots hold every crossing of both orders. Extrema: 2k slots (random 3-component
+    pairs flag at most 6, and only at 1/20 of their calibrated scale). An overflow (rounding
+    flicker on a flat f, more candidate extrema) is reported and bounded (module docstring)."""
+    return 8 * k - 4, 2 * k
+
 
 
 def _spreads(stds, b, noise):
@@ -432,9 +451,10 @@ def _coarse_pass(pair: _Pair, noise):
     cells = y.shape[0] - 1
     crossings = (pos[:, :-1] != pos[:, 1:]).reshape(-1)
     extrema = (peaks | dips).reshape(-1)
-    cross_at, cross_ok = first_true(crossings, _ROOTS)
-    ext_at, ext_ok = first_true(extrema, _EXTREMA)
-    resolved = (jnp.sum(crossings) <= _ROOTS) & (jnp.sum(extrema) <= _EXTREMA)
+    roots, extremal = _pools(weights.shape[-1])
+    cross_at, cross_ok = first_true(crossings, roots)
+    ext_at, ext_ok = first_true(extrema, extremal)
+    resolved = (jnp.sum(crossings) <= roots) & (jnp.sum(extrema) <= extremal)
     f_flat, df_flat, floor_cells = f.reshape(-1), df.reshape(-1), jnp.tile(floor, 2)
 
     def bracket(at):  # ends of the cells ``at`` of the flattened (order, cell) grid
@@ -512,33 +532,66 @@ def _fine_pass(pair: _Pair, fine, refine, noise):
     return jnp.where(refine, refined, jnp.inf), jnp.sum(still & refine[None, :, None], axis=(1, 2))
 
 
-def _exact_pair(first, second, b, eps, noise):
-    """(δ for order i→j, δ for order j→i, resolved, diagnostics) for one mixture pair, both passes
-    (module docstring). diagnostics: (unproven pieces per order (2,), pieces subdivided, subpieces
-    still unproven per order (2,), pieces).
+def _on_lanes(fun, need, default, *args):
+    """``fun`` (a vmapped function of per-pair ``args``) on the pairs where ``need``, ``default``
+    elsewhere (pytrees of per-pair arrays): the pairs that need it are gathered ⌈n/_FEW⌉ at a time,
+    in as many rounds as they fill (of at most ``_FEW``; a round with none left is skipped), so
+    the cost follows the number of such pairs and ``fun`` is traced and compiled once.
+    Differentiable in both modes (a ``lax.scan`` of ``lax.cond``s)."""
+    n = need.shape[0]
+    cap = max(1, -(-n // _FEW))
+    order = jnp.nonzero(need, size=n, fill_value=n)[0]  # the pairs that need it first; n: none
+    count = jnp.sum(need)
 
-    ``first``, ``second`` = (weights, means, stds), each (k,); b > 0 (or θ ≥ 0 for Gaussian noise
-    with every positive-weight σ > 0)."""
-    pair = _pair(first, second, b, eps, noise)
-    rest, coarse, refine, fine, resolved, (unproven, count) = _coarse_pass(pair, noise)
-    refined, still = _fine_pass(pair, fine, refine, noise)
-    total = rest + jnp.sum(jnp.minimum(coarse, refined), axis=1)
-    return jnp.minimum(total[0], 1.0), jnp.minimum(total[1], 1.0), resolved, (unproven, jnp.sum(refine), still, count)
+    def one_round(acc, start):
+        def compute(acc):
+            idx = jax.lax.dynamic_slice(order, (start,), (cap,))
+            out = fun(*jax.tree.map(lambda a: a[jnp.minimum(idx, n - 1)], args))
+            return jax.tree.map(lambda d, o: d.at[idx].set(o, mode="drop"), acc, out)
+
+        return jax.lax.cond(start < count, compute, lambda acc: acc, acc), None
+
+    return jax.lax.scan(one_round, default, jnp.arange(0, n, cap))[0]
 
 
-def _at_zero_one(first, second, eps):
-    """Both orders' δ with no noise: the mixtures' own hockey-stick. Point-mass components (std 0)
-    are split off: δ = ∫ [p_c − e^ε q_c]_+ over the continuous parts (θ = 0, weights as they are)
-    + Σ over atom locations x of [P(x) − e^ε Q(x)]_+."""
+def _exact_batch(first, second, b, eps, noise):
+    """(δ for order i→j, δ for order j→i, resolved, diagnostics) per mixture pair of a batch, both
+    passes (module docstring). diagnostics: (unproven pieces per order (n, 2), pieces subdivided,
+    subpieces still unproven per order (n, 2), pieces).
+
+    ``first``, ``second`` = (weights, means, stds), each (n, k); b > 0 (or θ ≥ 0 for Gaussian noise
+    with every positive-weight σ > 0), ``b`` and ``eps`` (n,)."""
+    pair = jax.vmap(partial(_pair, noise=noise))(first, second, b, eps)
+    rest, bounds, refine, fine, resolved, (unproven, count) = jax.vmap(partial(_coarse_pass, noise=noise))(pair)
+    unrefined = (jnp.full_like(bounds, jnp.inf), jnp.zeros_like(unproven))
+    refined, still = _on_lanes(jax.vmap(partial(_fine_pass, noise=noise)), jnp.any(refine, axis=1), unrefined, pair, fine, refine)
+    total = rest + jnp.sum(jnp.minimum(bounds, refined), axis=2)
+    return jnp.minimum(total[:, 0], 1.0), jnp.minimum(total[:, 1], 1.0), resolved, (unproven, jnp.sum(refine, axis=1), still, count)
+
+
+def _atoms(mixture):
+    """Which components of a mixture (weights, means, stds) are point masses, and the weights of
+    its continuous part (0 at the point masses)."""
+    weights, _, stds = mixture
+    atom = (weights > 0) & (stds <= 0)
+    return atom, jnp.where(atom, 0.0, weights)
+
+
+def _continuous_parts(first, second):
+    """For δ with no noise: each mixture's continuous part (point masses, std 0, get weight 0 and
+    std 1) where both mixtures have one, and whether they do."""
     (a, m1, s1), (c, m2, s2) = first, second
-    atom1, atom2 = (a > 0) & (s1 <= 0), (c > 0) & (s2 <= 0)
-    cont1, cont2 = jnp.where(atom1, 0.0, a), jnp.where(atom2, 0.0, c)
+    (atom1, cont1), (atom2, cont2) = _atoms(first), _atoms(second)
     both = jnp.any(cont1 > 0) & jnp.any(cont2 > 0)
-    d12, d21, resolved, _ = _exact_pair(
-        (jnp.where(both, cont1, a), m1, jnp.where(atom1, 1.0, s1)), (jnp.where(both, cont2, c), m2, jnp.where(atom2, 1.0, s2)),
-        jnp.zeros_like(eps), eps, "gaussian",
-    )
-    # one side without a continuous part: the other side's continuous mass is all in δ
+    return (jnp.where(both, cont1, a), m1, jnp.where(atom1, 1.0, s1)), (jnp.where(both, cont2, c), m2, jnp.where(atom2, 1.0, s2)), both
+
+
+def _with_atoms(first, second, eps, both, d12, d21):
+    """Both orders' δ with no noise, the mixtures' own hockey-stick: ``d12``, ``d21`` (the
+    continuous parts' δ, :func:`_continuous_parts`) + Σ over atom locations x of [P(x) − e^ε Q(x)]_+;
+    where one side has no continuous part, the other side's continuous mass is all in δ."""
+    (a, m1, _), (c, m2, _) = first, second
+    (atom1, cont1), (atom2, cont2) = _atoms(first), _atoms(second)
     d12 = jnp.where(both, d12, jnp.where(jnp.any(cont2 > 0), 0.0, jnp.sum(cont1)))
     d21 = jnp.where(both, d21, jnp.where(jnp.any(cont1 > 0), 0.0, jnp.sum(cont2)))
 
@@ -551,7 +604,7 @@ def _at_zero_one(first, second, eps):
 
     d12 = d12 + atoms(m1, atom1, m2, atom2, a, c)
     d21 = d21 + atoms(m2, atom2, m1, atom1, c, a)
-    return jnp.minimum(d12, 1.0), jnp.minimum(d21, 1.0), resolved | ~both
+    return jnp.minimum(d12, 1.0), jnp.minimum(d21, 1.0)
 
 
 def mixture_delta(level: str, noise: str, params, b, eps, symmetric):
@@ -567,7 +620,7 @@ def mixture_delta(level: str, noise: str, params, b, eps, symmetric):
     if level == "coupling":
         return bound()
     first, second = params[3:6], params[6:9]
-    d12, d21, resolved, _ = jax.vmap(partial(_exact_pair, noise=noise))(first, second, b, eps)
+    d12, d21, resolved, _ = _exact_batch(first, second, b, eps, noise)
     # both are upper bounds: where the pools overflowed the coupling bound may be the tighter one
     fallback = jax.lax.cond(jnp.all(resolved), lambda: jnp.ones_like(d12), bound)
     d12, d21 = jnp.where(resolved, d12, jnp.minimum(d12, fallback)), jnp.where(resolved, d21, jnp.minimum(d21, fallback))
@@ -578,7 +631,10 @@ def mixture_delta_at_zero(params, eps, symmetric):
     """δ with no noise for flat batches of mixture pairs (an upper bound where the pools overflow:
     every piece not resolved is bounded, module docstring)."""
     first, second = params[3:6], params[6:9]
-    d12, d21, _ = jax.vmap(_at_zero_one)(first, second, jnp.broadcast_to(eps, params[0].shape[:1]))
+    eps = jnp.broadcast_to(eps, params[0].shape[:1])
+    cont_first, cont_second, both = jax.vmap(_continuous_parts)(first, second)
+    d12, d21, _, _ = _exact_batch(cont_first, cont_second, jnp.zeros_like(eps), eps, "gaussian")
+    d12, d21 = jax.vmap(_with_atoms)(first, second, eps, both, d12, d21)
     return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
 
 

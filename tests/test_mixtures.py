@@ -214,3 +214,57 @@ def test_exact_mixture_calibration_with_gaussian_noise_is_sound():
     assert np.all(theta <= np.asarray(coupling.per_pair) * (1 + 1e-9))
     for i in range(60):
         assert mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in second), theta[i], eps, "gaussian", masses="cdf") <= delta * (1 + 1e-9)
+
+
+def test_crossing_pool_holds_every_crossing_of_sixteen_components():
+    """The exact evaluator's crossing pool has 8k − 4 slots for k components (losses_mixture._pools:
+    a signed sum of 2k Gaussian densities has at most 2(2k − 1) sign changes, and the noise adds
+    none). 16 interleaved components (issue 17, finding 3) have more crossings than the fixed 24
+    slots the pool had before: it overflowed at b ≤ 0.3, and the pair fell back to a looser bound
+    (0.5443 at b = 0.3, ε = 0.5, where δ = 0.54163). Reference: ``mixture_delta_reference``."""
+    import jax.numpy as jnp
+    from jaxpuffer import losses_mixture
+
+    k, eps = 16, 0.5
+    weights = np.full(k, 1.0 / k)
+    first = (weights, 2.0 * np.arange(k), np.full(k, 0.05))
+    second = (weights, 2.0 * np.arange(k) + 1.0, np.full(k, 0.05 + 1e-12))
+    batch = lambda mixture: tuple(jnp.asarray(np.stack([a, a])) for a in mixture)  # noqa: E731
+    b = jnp.array([0.1, 0.3])
+    d12, d21, resolved, _ = losses_mixture._exact_batch(batch(first), batch(second), b, jnp.full(2, eps), "laplace")
+    assert np.all(np.asarray(resolved))
+    for i, scale in enumerate((0.1, 0.3)):
+        for got, (p, q) in ((d12[i], (first, second)), (d21[i], (second, first))):
+            ref = mixture_delta_reference(p, q, scale, eps, masses="cdf")
+            assert ref - 1e-15 <= float(got) <= ref * (1 + 1e-6), (scale, float(got), ref)
+
+
+@pytest.mark.parametrize("count", [0, 1, 8, 9, 40, 64])
+def test_on_lanes_computes_the_lanes_that_need_it(count):
+    """losses_mixture._on_lanes (the subdivision pass on the pairs that need it, n/8 at a time, in
+    as many rounds as they fill) equals computing every lane and selecting, values and gradients
+    (reverse mode: a scan of conds), for 0 lanes, one, a round exactly full (8 of 64), one more,
+    and all; the lanes that need it are scattered across the batch. To the last bit: XLA's
+    vectorized sin of 8 gathered lanes may round differently from the same lane among 64."""
+    import jax
+    import jax.numpy as jnp
+    from jaxpuffer import losses_mixture
+
+    rng = np.random.default_rng(count)
+    need = np.zeros(64, bool)
+    need[rng.permutation(64)[:count]] = True
+    x = jnp.asarray(rng.normal(size=(64, 3)))
+    fun = jax.vmap(lambda row: (jnp.sin(row) * row[0], jnp.sum(row**2)))
+    default = (jnp.full((64, 3), 7.0), jnp.zeros(64))
+
+    def picked(x):
+        return losses_mixture._on_lanes(fun, jnp.asarray(need), default, x)
+
+    def selected(x):
+        out = fun(x)
+        return jnp.where(need[:, None], out[0], default[0]), jnp.where(need, out[1], default[1])
+
+    for a, e in zip(picked(x), selected(x)):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=1e-15, atol=0)
+    loss = lambda f: lambda x: jnp.sum(f(x)[0] ** 2) + jnp.sum(jnp.cos(f(x)[1]))  # noqa: E731
+    np.testing.assert_allclose(np.asarray(jax.grad(loss(picked))(x)), np.asarray(jax.grad(loss(selected))(x)), rtol=1e-13, atol=1e-13)
