@@ -138,7 +138,6 @@ def _pools(k: int):
     return 8 * k - 4, 2 * k
 
 
-
 def _spreads(stds, b, noise):
     """Per component, the std of its Gaussian part in the release: σ (Laplace), √(σ² + θ²)."""
     return stds if noise == "laplace" else jnp.sqrt(stds**2 + b**2)

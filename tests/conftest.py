@@ -1,4 +1,3 @@
-import gc
 import os
 import pathlib
 import shutil
@@ -14,7 +13,9 @@ jax.config.update("jax_enable_x64", True)  # explicit, as README "float64" advis
 import jaxpuffer  # noqa: E402, F401
 import pytest
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/_reference.py
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/_reference.py, tests/adversarial
+from adversarial.memory import bound_memory_maps  # noqa: E402
+
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
 
 
@@ -49,27 +50,9 @@ def datasets_dir():
     return path
 
 
-def _map_limit() -> int | None:
-    try:
-        with open("/proc/sys/vm/max_map_count") as file:
-            return int(file.read())
-    except (OSError, ValueError):
-        return None  # not Linux: no such per-process limit to keep below
-
-
-_MAP_LIMIT = _map_limit()
-
-
 @pytest.fixture(autouse=True)
 def _bounded_memory_maps():
-    """Every program XLA compiles for the CPU keeps ~30 memory mappings until JAX drops it, and Linux
-    allows a process vm.max_map_count of them (65,530 here): a test worker that had compiled a few
-    thousand programs segfaulted in its next compile (CI, issue 17; its core file held 65,021).
-    After a test that leaves the worker past half the limit, JAX's caches are cleared."""
+    """After each test, JAX's caches are cleared if the worker holds more than half the memory
+    mappings Linux allows a process (:func:`adversarial.memory.bound_memory_maps`)."""
     yield
-    if _MAP_LIMIT is not None:
-        with open("/proc/self/maps", "rb") as file:
-            count = sum(1 for _ in file)
-        if count > _MAP_LIMIT // 2:
-            jax.clear_caches()
-            gc.collect()
+    bound_memory_maps()

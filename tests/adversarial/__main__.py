@@ -31,6 +31,7 @@ import time
 
 import numpy as np
 
+from .memory import bound_memory_maps
 from .reference import check as _check
 from .reference import check_pure as _check_pure
 
@@ -83,7 +84,7 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
                             reason = "bound" if own_below > target else "search"
                             _report(f"NOT TIGHT ({reason}, own δ(b·(1 − 1e-4)) = {own_below:.4g})", family, noise, ratio, job, out)
         print(f"[{time.time() - t0:7.1f} s] {stats}", file=out, flush=True)
-        _bound_memory_maps()
+        bound_memory_maps()  # a new program set per round (component counts, batch shapes, GG orders)
         if time.time() - t0 >= budget_s:
             break
     if pool:
@@ -97,28 +98,6 @@ def run(budget_s: float, seed: int, workers: int, batch: int, families, noises=(
     for family, noise, ratio, job in bad[:20]:
         _report("VIOLATION", family, noise, ratio, job, out)
     return stats, bad
-
-
-def _bound_memory_maps():
-    """Every program XLA compiles for the CPU keeps ~30 memory mappings until JAX drops it, and Linux
-    allows a process vm.max_map_count of them: a full run compiles a program set per round (new
-    component counts, batch shapes, GG orders), and one stopped after 10,752 checks with "LLVM
-    ERROR: Unable to allocate section memory". Past half the limit, JAX's caches are cleared (as
-    tests/conftest.py does after each test)."""
-    import gc
-
-    import jax
-
-    try:
-        with open("/proc/sys/vm/max_map_count") as file:
-            limit = int(file.read())
-        with open("/proc/self/maps", "rb") as file:
-            count = sum(1 for _ in file)
-    except (OSError, ValueError):
-        return  # not Linux: no such per-process limit
-    if count > limit // 2:
-        jax.clear_caches()
-        gc.collect()
 
 
 def _noise(jp, noise, rng):
