@@ -65,8 +65,11 @@ CERTIFY = ("exact", "level")
 GAUSSIAN_NOISE_LEVELS = kernels.Normal.levels
 
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
+_BELOW_TAIL_FLOOR = 1e-2  # families with no closed-form vanishing point start this far below the tail floor (:func:`_search_init`)
 _MAX_DOUBLINGS = 80
-_PASSES = (4, 5, 8, 16)  # evaluations after which the unfinished pairs are compacted into a smaller batch
+# evaluations after which the unfinished pairs are compacted into smaller batches: after each one
+# while many pairs finish per evaluation (most searches take 8-12), then more rarely
+_PASSES = (4, *range(5, 15), 16, 20, 24, 32, 48, 64)
 _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket must shrink
 # optax solver: the last evaluations before max_iter bisect, so that a search whose model steps
 # creep still closes its bracket (a verified bracket spans at most a factor 2⁴⁰ in b: 48 halvings
@@ -321,16 +324,32 @@ def _pure_floor(cfg: _Config, params, eps, hi, symmetric):
 
 
 def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
-    """The initial bracket and first point of every pair (see :func:`_search_run`). Targets of 0
+    """The initial bracket and first point of every pair (see :func:`_search_run`). A family with
+    no closed form for the scale where δ vanishes (its ``bracket`` gives ``pure=None``) starts, at
+    the exact level with a kernel whose tails have limits, 1 % below :func:`_pure_floor`'s scale,
+    which the model also takes as that vanishing point until an evaluation disproves it: δ > 0
+    below the floor, and for random mixtures the root lies within a few percent of it (median
+    ratio 1.01 at (ε, δ) = (1, 1e-3), 1.00001 at (0.3, 1e-6)), where Theorem 2's scale is 1.1–17×
+    the root. Mean evaluations per pair on 1,024 random 3-component mixtures, Laplace noise:
+    10.0 → 5.2 at (1, 1e-3), 17.2 → 6.8 at (0.3, 1e-6), 21.4 → 6.0 at (3, 1e-9), 28.2 → 7.1 at
+    (0.1, 0.05). The start steers the search only; the answer is still the verified upper end.
+    Targets of 0
     (``cfg.pure``): ``lo`` is :func:`_pure_floor`'s scale, and the first point a hair above it;
     where that floor is > 0 the pair needs noise even if its δ(0) evaluated to 0 (an underflow:
     N(0, 1) vs N(0.006, 1) has δ(0) ≈ Φ(−164) at ε = 1)."""
     zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
     hi0, start, pure = families.get(cfg.family).bracket(cfg.level, cfg.noise, params, eps, target)
+    tails = cfg.level == "exact" and kernels.resolve(cfg.noise).pure_eps
+    floor = _pure_floor(cfg, params, eps, hi0, symmetric) if cfg.pure or (tails and pure is None) else None
+    if pure is None:  # no closed form for where δ vanishes: estimated by the tail floor, if the kernel has one
+        pure = jnp.full(hi0.shape, jnp.inf)
+        if floor is not None:
+            near = floor * (1.0 - _BELOW_TAIL_FLOOR)
+            use = (near > 0) & (near < hi0) & (target > 0)  # (a target of 0 starts at the floor itself, below)
+            start, pure = jnp.where(use, near, start), jnp.where(use, floor, pure)
     u0, log_hi0 = jnp.log(start), jnp.log(hi0)
     log_lo0 = log_hi0 + math.log(_FLOOR)
     if cfg.pure:
-        floor = _pure_floor(cfg, params, eps, hi0, symmetric)
         proven = (target == 0) & (floor > 0)
         zero_ok = zero_ok & ~proven
         log_lo0 = jnp.where(proven, jnp.log(jnp.where(proven, floor, 1.0)), log_lo0)
@@ -641,13 +660,15 @@ def _pad_take(arrays, idx: np.ndarray, size: int):
 
 
 def _pieces(m: int, n: int, step: int = _parallel.VECTOR_LANES) -> list:
-    """Batch sizes that cover m unfinished pairs of a batch of n: n or step·4^k (few compiled
-    shapes, so that a warm run compiles nothing), each piece padded at most 2x."""
+    """Batch sizes that cover m unfinished pairs of a batch of n, each n or step·4^k (few compiled
+    shapes, so that a warm run compiles nothing): greedily, the smallest size that holds the rest
+    where it pads at most a quarter of the rest, else the largest size that fits (1,600 of 2,048
+    pairs: 1,024 + 256 + 256 + 64, not one batch of 2,048)."""
     sizes = sorted({n, *(step * 4**k for k in range(12) if step * 4**k < n)})
     out = []
     while m > 0:
-        up = next(s for s in sizes if s >= m) if m <= n else n
-        size = up if up <= 2 * m or m < sizes[0] else max(s for s in sizes if s <= m)
+        up = next(s for s in sizes if s >= m)
+        size = up if 4 * up <= 5 * m or up == sizes[0] else max(s for s in sizes if s <= m)
         out.append(size)
         m -= size
     return out

@@ -17,7 +17,9 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
 * ``delta_at_zero(level, noise, params, eps, symmetric)`` — δ with no noise (answer 0 if ≤ δ);
 * ``bracket(level, noise, params, eps, target)`` — (hi, start, pure): a scale expected to be
   feasible, the first scale to evaluate, and the scale beyond which δ is known to vanish (+inf
-  where unknown); the search verifies all three;
+  where unknown; None where the family has no closed form for it: the exact-level search then
+  starts near the kernel's tail floor instead, :func:`jaxpuffer.calibration._search_init`); the
+  search verifies all three;
 * ``pure_eps`` — whether its exact evaluator proves δ = 0 (returns exactly 0 where no positive
   part exists), so that targets δ = 0 are searched; then ``log_mgf_ratio(params, t)`` —
   log M_i(t) − log M_j(t) per pair, M the priors' moment generating functions: under Laplace(b)

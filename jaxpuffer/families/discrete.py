@@ -42,7 +42,7 @@ class DiscreteFamily:
     def bracket(self, level, noise, params, eps, target):
         """Kantorovich Theorem 1 (Laplace: Δ/ε, pure ε) or Theorem 3(b) with the corrected
         constant (Gaussian noise), Δ the ℓ1 sensitivity of the quantile plan with no support
-        tolerance."""
+        tolerance; no closed form for where δ vanishes (the exact level starts near the tail floor)."""
         spread = kantorovich.sensitivity(*params, 0.0)
         if noise == "laplace":
             guess = spread / eps
@@ -51,7 +51,7 @@ class DiscreteFamily:
             k = THEOREM3_CONSTANTS["corrected"] * jnp.maximum(target, 1e-300) ** (-1.0 / 3.0)
             guess = (k + jnp.sqrt(k**2 + eps / 2.0)) * spread / eps
         hi = jnp.maximum(guess * ROUND_UP, 1e-300)
-        return hi, hi, jnp.full(hi.shape, jnp.inf)
+        return hi, hi, None
 
     def log_mgf_ratio(self, params, t):
         """log M_i(t) − log M_j(t), M(t) = Σ_k p_k e^{x_k t} (atoms of probability 0 drop out)."""

@@ -54,13 +54,14 @@ class MixtureFamily:
 
     def bracket(self, level, noise, params, eps, target):
         """Theorem 2 in its valid (max) form with the same plan (a first guess for Gaussian noise,
-        which the search may double)."""
+        which the search may double); no closed form for where δ vanishes (the exact level
+        starts near the tail floor)."""
         w, d_mu, d_sigma = params[:3]
         # a target of 0 (pure ε) has no finite theorem: start from its scale at δ = 1e-30, which the search doubles if need be
         target = jnp.where(jnp.asarray(target) > 0, target, _PURE_START)
         cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(target[..., None, None], "exact"))
         hi = jnp.maximum(mixture_theorem_scale(w, cost, eps, "max"), 1e-300)
-        return hi, hi, jnp.full(hi.shape, jnp.inf)
+        return hi, hi, None
 
     def log_mgf_ratio(self, params, t):
         """log M_i(t) − log M_j(t), M(t) = Σ_m α_m e^{μ_m t + σ_m² t²/2} (components of weight 0 drop
