@@ -13,7 +13,9 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
    form exists (Gaussian noise), it doubles until δ(hi) ≤ δ. ``lo = hi·2⁻⁴⁰`` is verified
    infeasible (else it is the answer). Exact level, Laplace noise, Gaussian priors: the first
    point is b_pure·(1 − 3e-4), just below b_pure of MATH.md §6, where δ vanishes (δ often
-   reaches the target within 1e-4 of it).
+   reaches the target within 1e-4 of it). Mixture priors with a kernel whose tails have
+   limits (Laplace): 1 % below the tail floor (:func:`_pure_floor`), which the
+   model takes as b_c until an evaluation disproves it (:func:`_search_init`).
 3. **Solve.** ``solver="optax"``: model steps in u = log b (:func:`_model_root`: a power law
    log δ = c + k log(b_c − b) fitted to the last two slopes, Newton on log δ where none fits),
    passed through an optax transform chain (a trust-region clip of 2 in log b) and kept inside
@@ -67,9 +69,15 @@ GAUSSIAN_NOISE_LEVELS = kernels.Normal.levels
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _BELOW_TAIL_FLOOR = 1e-2  # families with no closed-form vanishing point start this far below the tail floor (:func:`_search_init`)
 _MAX_DOUBLINGS = 80
-# evaluations after which the unfinished pairs are compacted into smaller batches: after each one
-# while many pairs finish per evaluation (most searches take 8-12), then more rarely
-_PASSES = (4, *range(5, 15), 16, 20, 24, 32, 48, 64)
+# compaction of the concrete search (:func:`_solve_concrete`): the evaluations after which the
+# unfinished pairs are re-batched, and the padding a batch may add (a fraction of the pairs it
+# holds). Where an evaluation is costly (mixtures at the exact level, ~1 ms per pair), after every
+# evaluation while most pairs finish, in tight batches (2,048 mixture pairs from the tail floor:
+# 13.6 s warm with the rare schedule, 11.8 s with this one); elsewhere rarely and in few batch sizes, since each new size is a
+# compile that costs more than the evaluations it saves (10⁴ Gaussian pairs under Gaussian noise:
+# a cold first call 4.9 s, 9.1 s with the frequent schedule; 4,096 discrete pairs 10.2 -> 12.9 s)
+_COMPACT_OFTEN = ((4, *range(5, 15), 16, 20, 24, 32, 48, 64), 0.25)
+_COMPACT_RARELY = ((4, 5, 8, 16), 1.0)
 _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket must shrink
 # optax solver: the last evaluations before max_iter bisect, so that a search whose model steps
 # creep still closes its bracket (a verified bracket spans at most a factor 2⁴⁰ in b: 48 halvings
@@ -659,33 +667,37 @@ def _pad_take(arrays, idx: np.ndarray, size: int):
     return tuple(a if jnp.ndim(a) == 0 else a[padded] for a in arrays)
 
 
-def _pieces(m: int, n: int, step: int = _parallel.VECTOR_LANES) -> list:
+def _pieces(m: int, n: int, step: int = _parallel.VECTOR_LANES, pad: float = 0.25) -> list:
     """Batch sizes that cover m unfinished pairs of a batch of n, each n or step·4^k (few compiled
     shapes, so that a warm run compiles nothing): greedily, the smallest size that holds the rest
-    where it pads at most a quarter of the rest, else the largest size that fits (1,600 of 2,048
-    pairs: 1,024 + 256 + 256 + 64, not one batch of 2,048)."""
+    where it pads at most ``pad`` times the rest, else the largest size that fits (1,600 of 2,048
+    pairs, pad 1/4: 1,024 + 256 + 256 + 64, not one batch of 2,048)."""
     sizes = sorted({n, *(step * 4**k for k in range(12) if step * 4**k < n)})
     out = []
     while m > 0:
         up = next(s for s in sizes if s >= m)
-        size = up if 4 * up <= 5 * m or up == sizes[0] else max(s for s in sizes if s <= m)
+        size = up if up <= (1.0 + pad) * m or up == sizes[0] else max(s for s in sizes if s <= m)
         out.append(size)
         m -= size
     return out
 
 
 def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
-    """Search on concrete arrays, compacting as pairs finish: every pair runs ``_PASSES[0]``
-    evaluations, then the unfinished ones are gathered (state included) into smaller padded
-    batches (:func:`_pieces`) and resumed up to the next pass limit, and so on up to
-    ``max_iter``; the batch does not keep paying for pairs that are done."""
+    """Search on concrete arrays, compacting as pairs finish: every pair runs the schedule's first
+    number of evaluations, then the unfinished ones are gathered (state included) into smaller
+    padded batches (:func:`_pieces`) and resumed up to the next pass limit, and so on up to
+    ``max_iter``; the batch does not keep paying for pairs that are done. The schedule is
+    ``_COMPACT_OFTEN`` at the exact level of a family whose evaluator is costly (its
+    ``costly_exact``), else ``_COMPACT_RARELY``."""
     n = params[0].shape[0]
+    costly = cfg.level == "exact" and families.get(cfg.family).costly_exact
+    passes, pad = _COMPACT_OFTEN if costly else _COMPACT_RARELY
     state = jax.tree_util.tree_map(np.array, _search_init_jit(cfg, params, eps, target, symmetric))
     live = np.arange(n)
-    for limit in (*[p for p in _PASSES if p < max_iter], max_iter):
+    for limit in (*[p for p in passes if p < max_iter], max_iter):
         live = live[~state.done[live] & (state.it[live] < max_iter)]
         start = 0
-        for size in _pieces(live.size, n, _parallel.granule(cfg.mesh)):
+        for size in _pieces(live.size, n, _parallel.granule(cfg.mesh), pad):
             idx = live[start : start + size]
             start += size
             sub = jax.tree_util.tree_map(lambda a: a[_pad_index(idx, size)], state)

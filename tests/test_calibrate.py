@@ -99,6 +99,21 @@ def test_second_call_with_new_values_does_not_recompile():
     assert calibration._theorem_level._cache_size() == size
 
 
+def test_compaction_covers_the_open_pairs_in_the_compiled_sizes_with_little_padding():
+    # the search re-batches its unfinished pairs (calibration._solve_concrete) in pieces of the
+    # batch size n or 64·4^k only (no new compiled shapes), padding at most a quarter of the pairs
+    # left for the last piece, or less than the smallest piece
+    for n in (64, 2048, 10240, 16384):
+        allowed = {n, *(64 * 4**k for k in range(8) if 64 * 4**k < n)}
+        for m in range(1, n + 1, 7):
+            pieces = calibration._pieces(m, n)
+            assert set(pieces) <= allowed
+            assert m <= sum(pieces) <= max(m + m / 4, m + 63), (n, m, pieces)
+    assert calibration._pieces(1600, 2048) == [1024, 256, 256, 64]
+    assert calibration._pieces(1900, 2048) == [2048]
+    assert calibration._pieces(1600, 2048, pad=1.0) == [2048]  # closed-form δ: fewer sizes, fewer compiles
+
+
 def test_differentiable_in_parameters():
     def scale(mu, sigma, eps, delta):
         pairs = jp.PairSet(jp.Gaussian(mu, sigma), jp.Gaussian(0.0, 2.0))

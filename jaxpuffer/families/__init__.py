@@ -25,6 +25,9 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   log M_i(t) − log M_j(t) per pair, M the priors' moment generating functions: under Laplace(b)
   noise the log-ratio of the noisy densities tends to it at t = ±1/b as y → ±∞ (the analytic
   tail limits that δ = 0 needs, MATH.md §6);
+* ``costly_exact`` — whether an exact-level evaluation costs far more than compiling one more
+  batch size (mixtures: ~1 ms per pair), so that the search re-batches its unfinished pairs after
+  every evaluation (:func:`jaxpuffer.calibration._solve_concrete`);
 * ``prune_bound(noise, params, b, eps, symmetric)`` — a cheap per-pair upper bound on the exact δ
   that orders the certificate's scan, or None (then ``exact_is_cheap(noise, zero)`` says whether
   the exact δ of every pair, at scale 0 where ``zero``, is evaluated in one batch).
@@ -44,6 +47,7 @@ class PriorFamily(Protocol):
     prior_type: type
     levels: tuple
     pure_eps: bool
+    costly_exact: bool
     exact_kernels: tuple | None
 
     def params(self, pairs, delta, tau) -> tuple: ...

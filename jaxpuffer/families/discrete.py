@@ -19,6 +19,7 @@ class DiscreteFamily:
     levels = ("coupling", "exact")
     exact_kernels = losses_discrete.EXACT_KERNELS
     pure_eps = True
+    costly_exact = False  # ~25 µs per pair and evaluation (4,096 random pairs, Laplace noise)
 
     def params(self, pairs, delta, tau):
         n = pairs.first.num_atoms
@@ -42,7 +43,8 @@ class DiscreteFamily:
     def bracket(self, level, noise, params, eps, target):
         """Kantorovich Theorem 1 (Laplace: Δ/ε, pure ε) or Theorem 3(b) with the corrected
         constant (Gaussian noise), Δ the ℓ1 sensitivity of the quantile plan with no support
-        tolerance; no closed form for where δ vanishes (the exact level starts near the tail floor)."""
+        tolerance. No start from the tail floor: it saved 10 % of the evaluations on random pairs
+        and cost more in compile time (4,096 pairs: a cold first call 7.3 -> 10.2 s, warm unchanged)."""
         spread = kantorovich.sensitivity(*params, 0.0)
         if noise == "laplace":
             guess = spread / eps
@@ -51,7 +53,7 @@ class DiscreteFamily:
             k = THEOREM3_CONSTANTS["corrected"] * jnp.maximum(target, 1e-300) ** (-1.0 / 3.0)
             guess = (k + jnp.sqrt(k**2 + eps / 2.0)) * spread / eps
         hi = jnp.maximum(guess * ROUND_UP, 1e-300)
-        return hi, hi, None
+        return hi, hi, jnp.full(hi.shape, jnp.inf)
 
     def log_mgf_ratio(self, params, t):
         """log M_i(t) − log M_j(t), M(t) = Σ_k p_k e^{x_k t} (atoms of probability 0 drop out)."""

@@ -33,6 +33,7 @@ class GaussianFamily:
     levels = ("indicator", "coupling", "exact")
     exact_kernels = losses.EXACT_KERNELS
     pure_eps = True
+    costly_exact = False  # closed forms (Gaussian noise) or a few roots per pair (Laplace)
 
     def params(self, pairs, delta, tau):
         pairs = _gaussian_pairs(pairs, "calibrate")

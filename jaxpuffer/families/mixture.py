@@ -24,6 +24,7 @@ class MixtureFamily:
     # with Laplace noise its exact evaluator returns 0 where it proves f < 0 on every piece, the
     # outer ones included (losses_mixture._outer_negative), so δ = 0 targets are searched
     pure_eps = True
+    costly_exact = True  # ~1 ms per pair and evaluation (the partition and its piece bounds)
 
     def params(self, pairs, delta, tau):
         """The plan minimising Theorem 2's cost at δ (at δ = 1e-30 for a target of 0: any plan's
