@@ -73,9 +73,10 @@ _MAX_DOUBLINGS = 80
 # unfinished pairs are re-batched, and the padding a batch may add (a fraction of the pairs it
 # holds). Where an evaluation is costly (mixtures at the exact level, ~1 ms per pair), after every
 # evaluation while most pairs finish, in tight batches (2,048 mixture pairs from the tail floor:
-# 13.6 s warm with the rare schedule, 11.8 s with this one); elsewhere rarely and in few batch sizes, since each new size is a
-# compile that costs more than the evaluations it saves (10⁴ Gaussian pairs under Gaussian noise:
-# a cold first call 4.9 s, 9.1 s with the frequent schedule; 4,096 discrete pairs 10.2 -> 12.9 s)
+# 13.6 s warm with the rare schedule, 11.8 s with this one); elsewhere rarely and in few batch
+# sizes, since each new size is a compile that costs more than the evaluations it saves (10⁴
+# Gaussian pairs under Gaussian noise: a cold first call 4.9 s, 9.1 s with the frequent schedule;
+# 4,096 discrete pairs 10.2 -> 12.9 s)
 _COMPACT_OFTEN = ((4, *range(5, 15), 16, 20, 24, 32, 48, 64), 0.25)
 _COMPACT_RARELY = ((4, 5, 8, 16), 1.0)
 _STALL_FROM, _STALL_CHECK = 6, 3  # optax solver: when and how often the bracket must shrink
