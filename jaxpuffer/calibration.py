@@ -306,7 +306,8 @@ def _model_root(points, zero_at, seen_zero, log_target):
 
 
 def _pure_floor(cfg: _Config, params, eps, hi, symmetric):
-    """For δ = 0 (pure ε): a scale proven infeasible, 0 where none is found. Under Laplace(b) noise
+    """For δ = 0 (pure ε): a scale proven infeasible, 0 where none is found (also the first point
+    of a family with no closed-form vanishing point, :func:`_search_init`). Under Laplace(b) noise
     the log-ratio of the noisy densities tends to log M_i(±1/b) − log M_j(±1/b) as y → ±∞
     (``tail_log_ratios``); where a limit exceeds ε, δ(b) > 0, and so at every smaller scale (δ is
     non-increasing in b: Lap(b') = Lap(b) ⊛ [(b/b')² point mass at 0 + (1 − (b/b')²) Lap(b')] for

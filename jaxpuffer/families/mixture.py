@@ -55,8 +55,8 @@ class MixtureFamily:
 
     def bracket(self, level, noise, params, eps, target):
         """Theorem 2 in its valid (max) form with the same plan (a first guess for Gaussian noise,
-        which the search may double); no closed form for where δ vanishes (the exact level
-        starts near the tail floor)."""
+        which the search may double); no closed form for where δ vanishes (under Laplace noise
+        the exact level starts near the tail floor instead)."""
         w, d_mu, d_sigma = params[:3]
         # a target of 0 (pure ε) has no finite theorem: start from its scale at δ = 1e-30, which the search doubles if need be
         target = jnp.where(jnp.asarray(target) > 0, target, _PURE_START)
