@@ -245,6 +245,12 @@ def first_true(mask, count):
     return jnp.where(ok, idx, 0), ok
 
 
+# slopes summing to, and curvatures, below this are treated as 0 or raised to it: its square is a
+# normal float64, so no division by a subnormal (flushed to 0 in compiled CPU code) and no 1/x² of
+# one in a derivative
+_TINY = 1e-150
+
+
 def cell_upper(h, ra, rc, g1, g2):
     """max over s ∈ [0, h] of min(ra + s·g1, rc + (h − s)·g2) (a concave function; g1 + g2 ≥ 0).
 
@@ -252,18 +258,29 @@ def cell_upper(h, ra, rc, g1, g2):
     is at most g1 after a and at least −g2 before a + h (the exact evaluators' cell proofs)."""
     ends = jnp.maximum(jnp.minimum(ra, rc + h * g2), jnp.minimum(ra + h * g1, rc))
     total = g1 + g2
-    s = (rc - ra + h * g2) / jnp.where(total > 0, total, 1.0)
-    inside = (total > 0) & (s > 0) & (s < h)
-    return jnp.maximum(ends, jnp.where(inside, ra + s * g1, -jnp.inf))
+    # the lines cross inside only if 0 < g1 < total; for total below _TINY (a subnormal divisor is
+    # 0 in compiled code: s = NaN, and a NaN derivative in reverse mode) that crossing is at most
+    # h·total above the ends, added as h·_TINY
+    steep = total >= _TINY
+    s = (rc - ra + h * g2) / jnp.where(steep, total, 1.0)
+    inside = steep & (s > 0) & (s < h)
+    ends = jnp.where(steep | (total <= 0), ends, ends + h * _TINY)
+    return jnp.maximum(ends, jnp.where(inside, ra + jnp.where(inside, s, 0.0) * g1, -jnp.inf))
 
 
 def parabola_upper(h, ra, rc, curvature):
     """max over s ∈ [0, h] of the chord through (0, ra), (h, rc) plus curvature·s(h − s)/2: the
     upper bound on a cell of a function g with these end values and g'' ≥ −curvature there
     (g − chord − curvature·s(h − s)/2 is then convex and 0 at both ends; the chord alone where
-    curvature ≤ 0, g convex)."""
+    curvature ≤ 0, g convex).
+
+    A positive curvature below ``_TINY`` is raised to it (a larger curvature is a weaker, still
+    valid bound): compiled XLA code on CPU flushes subnormal operands to 0, so chord / 3e-308 was
+    0/0 = NaN under ``jit`` (a mixture's far tail, where the pieces' curvature bound underflows),
+    and a NaN bound read as a proven sign."""
     chord = (rc - ra) / jnp.where(h > 0, h, 1.0)
     bend = jnp.maximum(curvature, 0.0)
+    bend = jnp.where(bend > 0, jnp.maximum(bend, _TINY), 0.0)
     s = jnp.clip(0.5 * h + chord / jnp.where(bend > 0, bend, 1.0), 0.0, h)
     inner = ra + chord * s + 0.5 * bend * s * (h - s)
     return jnp.where(bend > 0, jnp.maximum(inner, jnp.maximum(ra, rc)), jnp.maximum(ra, rc))

@@ -95,6 +95,13 @@ def _log_phi(d):
     return jnp.where(a > 0, jnp.maximum(d, 0.0) + jnp.log(-jnp.expm1(-safe) / safe), 0.0)
 
 
+def _log_or_minus_inf(u):
+    """log u for u ≥ 0, −∞ at 0 with a zero derivative (log's own, ∞ there, made reverse-mode
+    derivatives NaN: 0 · ∞ where a minimum or maximum dropped the term)."""
+    some = u > 0
+    return jnp.where(some, jnp.log(jnp.where(some, u, 1.0)), -jnp.inf)
+
+
 def _lse(v):
     """logsumexp over the last axis, −inf (with a zero derivative) where every entry is −inf (a
     mass bound of 0)."""
@@ -139,8 +146,8 @@ def _tables(kernel, x, b, ends):
     near_a = jnp.abs(t_pt[..., :-1, :]) <= jnp.abs(t_pt[..., 1:, :])
     pick = lambda v: (jnp.where(near_a, v[..., :-1, :], v[..., 1:, :]), jnp.where(near_a, v[..., 1:, :], v[..., :-1, :]))  # noqa: E731
     (ls1, ls2), (e1, e2) = pick(ls), pick(tail_err)
-    tail_up = ls1 + e1 + jnp.log(-jnp.expm1(jnp.minimum(ls2 - ls1 - e1 - e2, 0.0)))
-    tail_dn = ls1 - e1 + jnp.log(jnp.maximum(-jnp.expm1(jnp.minimum(ls2 - ls1 + e1 + e2, 0.0)), 0.0))
+    tail_up = ls1 + e1 + _log_or_minus_inf(-jnp.expm1(jnp.minimum(ls2 - ls1 - e1 - e2, 0.0)))
+    tail_dn = ls1 - e1 + _log_or_minus_inf(jnp.maximum(-jnp.expm1(jnp.minimum(ls2 - ls1 + e1 + e2, 0.0)), 0.0))
     log_h = jnp.log(jnp.where(h > 0, h, 1.0))[..., None]  # (an empty cell is masked in _bounds)
     u = jnp.abs(slope) * 0.5 * h[..., None]
     quad_up = log_h + lm + u + _log_phi(-2.0 * u) + err

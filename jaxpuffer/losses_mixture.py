@@ -168,10 +168,10 @@ def _components(y, weights, means, spreads, b, noise, center):
     return jnp.log(weights)[None] + log_p, slope, shift, shift_slope
 
 
-def _log_densities(y, weights, means, spreads, b, noise, center):
-    """log p(y) + c(y) and d log p/dy of both releases at points y (N,) as (N, 2) arrays
-    (:func:`_components`)."""
-    logits, slope, _, _ = _components(y, weights, means, spreads, b, noise, center)
+def _log_densities(y, weights, means, spreads, b, noise, center, comps=None):
+    """log p(y) + c(y) and d log p/dy of both releases at points y (N,) as (N, 2) arrays, from
+    :func:`_components` at y (``comps`` where already computed there)."""
+    logits, slope, _, _ = _components(y, weights, means, spreads, b, noise, center) if comps is None else comps
     return logsumexp(logits, axis=2), jnp.sum(softmax(logits, axis=2) * slope, axis=2)
 
 
@@ -230,7 +230,7 @@ def _curvature_floor(a, c, left, right, means, spreads, b, noise):
     return jnp.where(spreads > 0, kappa, 0.0)
 
 
-def _piece_sup(pts, weights, means, spreads, b, eps, noise, center):
+def _piece_sup(pts, weights, means, spreads, b, eps, noise, center, comps=None):
     """Upper bounds on sup f over each piece [p_t, p_{t+1}] of the sorted points, both orders
     (2, pieces): row 0 for f = r − ε, row 1 for f = −r − ε (module docstring, proof sketch).
 
@@ -250,8 +250,9 @@ def _piece_sup(pts, weights, means, spreads, b, eps, noise, center):
       * max(r(a), r(c)) where r_S' is proven of one sign: r_S' ≥ ℓ̃_i'(a) − ℓ̃_j'(c) − wκ, or the
         slope bounds from r_S'' ∈ [−(κ_i + λ_j), λ_i + κ_j].
 
-    The bound for f = r − ε is that less ε plus η_i; the other order swaps the mixtures."""
-    logits, slope, shift, shift_slope = _components(pts, weights, means, spreads, b, noise, center)
+    The bound for f = r − ε is that less ε plus η_i; the other order swaps the mixtures.
+    ``comps``: :func:`_components` at ``pts`` where the caller already has them."""
+    logits, slope, shift, shift_slope = _components(pts, weights, means, spreads, b, noise, center) if comps is None else comps
     true = logits - shift[:, None, None]  # ℓ_m(y)
     a, c = pts[:-1, None, None], pts[1:, None, None]
     if noise == "laplace":
@@ -334,21 +335,29 @@ def _pair(first, second, b, eps, noise) -> _Pair:
     return _Pair(weights, means, spreads, b_, eps_, 0.5 * jnp.sum(weights * means), dens_max, tuple(masses), b, eps)
 
 
-def _ratio(pair: _Pair, x, noise):
-    """f + ε = log p_i − log p_j at points x (N,), its slope and the size of its terms."""
-    log_p, slope = _log_densities(x, pair.weights, pair.means, pair.spreads, pair.b, noise, pair.center)
+def _at(pair: _Pair, x, noise):
+    """:func:`_components` of both releases at points x (N,)."""
+    return _components(x, pair.weights, pair.means, pair.spreads, pair.b, noise, pair.center)
+
+
+def _ratio(pair: _Pair, x, noise, comps=None):
+    """f + ε = log p_i − log p_j at points x (N,), its slope and the size of its terms (from
+    ``comps``, :func:`_at` x, where already computed)."""
+    log_p, slope = _log_densities(x, pair.weights, pair.means, pair.spreads, pair.b, noise, pair.center, comps)
     return log_p[:, 0] - log_p[:, 1], slope[:, 0] - slope[:, 1], jnp.sum(jnp.abs(log_p), axis=1)
 
 
-def _pieces(pair: _Pair, pts, f_pts, noise):
+def _pieces(pair: _Pair, pts, f_pts, noise, comps):
     """Per order (rows), a bound on ∫ [p_i − e^ε p_j]_+ over each piece (−∞, p_0], (p_0, p_1], …,
     (p_last, ∞) of ascending points with f of both orders ``f_pts`` (2, N) as evaluated (an outer
-    piece: its whole mass added as well), and which inner pieces are unproven (2, N − 1)."""
+    piece: its whole mass added as well), and which inner pieces are unproven (2, N − 1).
+    ``comps``: :func:`_at` the points."""
     weights, means, spreads, b_, eps_, center, dens_max, (w_g, m_g, s_g), b, eps = pair
     e_eps = jnp.exp(eps)
     width = pts[1:] - pts[:-1]
     lip = _slope_bound(pts, weights, means, spreads, b_, noise)  # |f'| on each inner piece
-    sup_f = _piece_sup(pts, weights, means, spreads, b_, eps_, noise, center)
+    sup_f = _piece_sup(pts, weights, means, spreads, b_, eps_, noise, center, comps)
+    sup_f = jnp.where(jnp.isnan(sup_f), jnp.inf, sup_f)  # a NaN bound proves nothing
     cdf, sf = _component_tails(pts, m_g, s_g, b, noise)
     ones, zeros = jnp.ones((1,) + m_g.shape), jnp.zeros((1,) + m_g.shape)
     lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None, None]
@@ -429,7 +438,8 @@ def _coarse_pass(pair: _Pair, noise):
     y = _grid(weights, means, spreads, b_, noise)
     ratio = partial(_ratio, pair, noise=noise)
 
-    r, dr, size = ratio(y)
+    at_grid = _at(pair, y, noise)  # shared with the pieces' bounds (_piece_sup)
+    r, dr, size = _ratio(pair, y, noise, at_grid)
     signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
     f = signs[:, None] * r[None, :] - eps_
     df = signs[:, None] * dr[None, :]
@@ -496,13 +506,17 @@ def _coarse_pass(pair: _Pair, noise):
     sgn_x = jnp.concatenate([sgn, sgn, sign_e])
     f_other = -f_own - 2.0 * eps_
     keep = jnp.concatenate([used, used, ext_ok]) & jnp.isfinite(extra) & jnp.isfinite(f_own)
-    pts, f_0, f_1 = jax.lax.sort((
-        jnp.concatenate([y, jnp.where(keep, extra, y[0])]),
+    extra = jnp.where(keep, extra, y[0])
+    pts, f_0, f_1, perm = jax.lax.sort((
+        jnp.concatenate([y, extra]),
         jnp.concatenate([f[0], jnp.where(keep, jnp.where(sgn_x > 0, f_own, f_other), f[0, 0])]),
         jnp.concatenate([f[1], jnp.where(keep, jnp.where(sgn_x > 0, f_other, f_own), f[1, 0])]),
+        jnp.arange(y.shape[0] + extra.shape[0]),
     ), num_keys=1)
     pts, f_sorted = sg(pts), sg(jnp.stack([f_0, f_1]))
-    bounds, unproven = _pieces(pair, pts, f_sorted, noise)
+    # the components at the points: the grid's, and the extra points' computed once here
+    at_pts = jax.tree.map(lambda g, x: jnp.concatenate([g, x])[perm], at_grid, _at(pair, sg(extra), noise))
+    bounds, unproven = _pieces(pair, pts, f_sorted, noise, at_pts)
     if noise == "laplace":  # the outer pieces hold nothing where f < 0 out there is proven
         bounds = bounds.at[:, jnp.array([0, -1])].set(jnp.where(_outer_negative(pair, pts[0], pts[-1])[0], 0.0, bounds[:, jnp.array([0, -1])]))
     # the unproven pieces holding the most (both orders) are left to the second pass
@@ -522,8 +536,9 @@ def _fine_pass(pair: _Pair, fine, refine, noise):
     """The second pass: the bounds of the pieces that :func:`_coarse_pass` left open, each split at
     its ``_REFINE_POINTS`` points ``fine`` (R·P,) and bounded again by the same rules where
     ``refine`` (R,); (2, R) bounds (+∞ where not refined) and subpieces still unproven per order."""
-    r_fine = _ratio(pair, fine, noise)[0]
-    fine_bounds, fine_unproven = _pieces(pair, fine, jnp.stack([r_fine - pair.eps, -r_fine - pair.eps]), noise)
+    at_fine = _at(pair, fine, noise)
+    r_fine = _ratio(pair, fine, noise, at_fine)[0]
+    fine_bounds, fine_unproven = _pieces(pair, fine, jnp.stack([r_fine - pair.eps, -r_fine - pair.eps]), noise, at_fine)
     shape = (2, _REFINE_PIECES, _REFINE_POINTS)
     per_sub = jnp.concatenate([fine_bounds[:, 1:-1], jnp.zeros((2, 1))], axis=1).reshape(shape)
     refined = jnp.sum(per_sub[:, :, :-1], axis=2)  # the junctions between picked pieces dropped

@@ -207,6 +207,22 @@ def test_discrete_exact_level_gg1_and_gg2_equal_laplace_and_gaussian_noise():
     np.testing.assert_allclose(np.asarray(gg.per_pair), np.asarray(ref.per_pair) * np.sqrt(2.0), rtol=1e-9)
 
 
+def test_discrete_exact_level_gg_reverse_mode_gradient():
+    """jax.grad of an exact-level GG(3) calibration wrt an atom's location equals a central
+    difference (forward mode agreed to 1e-10 when this was written; not rerun here, to save a
+    compile). It was NaN: reverse mode through the enclosure's cell masses met log(0)'s infinite
+    derivative where a tighter bound was kept, and the incomplete gamma's loops
+    (``test_log_gammaincc_derivatives_against_mpmath``)."""
+    def scale(x1):
+        x = jnp.stack([jnp.asarray(0.0), x1, jnp.asarray(2.5)])
+        pairs = jp.PairSet(jp.Discrete(x, jnp.array([0.6, 0.3, 0.1])), jp.Discrete(x, jnp.array([0.1, 0.3, 0.6])))
+        return jp.calibrate(pairs, 0.5, 1e-3, level="exact", noise=GeneralizedGaussian(3.0)).scale
+
+    reverse = float(jax.grad(scale)(1.0))
+    fd = (float(scale(1.0 + 1e-5)) - float(scale(1.0 - 1e-5))) / 2e-5
+    assert reverse == pytest.approx(fd, rel=1e-5)
+
+
 def test_discrete_exact_level_gg_sound_tight_and_below_the_coupling_level():
     """GG(1.5) and GG(4) on 12 random 4-atom pairs (symmetric: both orders): the exact δ by the scipy
     reference above is ≤ target·(1 + 1e-9) at the calibrated b and > target at b(1 − 1e-4) (tight);

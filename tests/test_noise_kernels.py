@@ -140,6 +140,30 @@ def test_gg_shift_delta_reduces_to_laplace_and_gaussian():
             assert np.all(got[keep] >= ref[keep] * (1 - 1e-9)) and np.all(got[~keep] <= 1e-280)
 
 
+def test_log_gammaincc_derivatives_against_mpmath():
+    """d/dx log Q(a, x) = −x^{a−1} e^{−x}/(Γ(a) Q) (the closed-form custom JVP) against mpmath at 40
+    digits, from x = 1e-6 to the asymptotic branch (x ≥ 200), forward and reverse mode alike, with
+    its limits at x = 0 (−1 for a = 1, 0 for a = 2); d/da (forward mode through the series) against
+    a central difference of mpmath's log Q. Before the custom JVP, reverse mode stored every step of
+    the fixed-length loops (1.3 GB for one 64-atom discrete pair under GG noise) and gave NaN."""
+    from jaxpuffer.noise import log_gammaincc
+
+    mp.mp.dps = 40
+    xs = np.array([1e-6, 0.01, 0.5, 1.0, 2.5, 7.0, 30.0, 150.0, 199.0, 250.0, 600.0])
+    for a in (1.0 / 8.0, 1.0 / 3.0, 2.0 / 3.0, 1.0, 2.0, 3.5):
+        want = np.array([float(-mp.power(x, a - 1) * mp.exp(-x) / mp.gammainc(a, x, mp.inf)) for x in xs])
+        forward = np.array([float(jax.jvp(lambda x_: log_gammaincc(a, x_), (x,), (1.0,))[1]) for x in xs])
+        reverse = np.asarray(jax.jit(jax.vmap(jax.grad(lambda x_: log_gammaincc(a, x_))))(jnp.asarray(xs)))
+        np.testing.assert_allclose(forward, want, rtol=1e-11)
+        np.testing.assert_allclose(reverse, want, rtol=1e-11)
+        h = 1e-6
+        da = [float((mp.log(mp.gammainc(a + h, x, mp.inf, regularized=True)) - mp.log(mp.gammainc(a - h, x, mp.inf, regularized=True))) / (2 * h)) for x in xs[:8]]
+        got = np.asarray(jax.vmap(jax.grad(log_gammaincc), in_axes=(None, 0))(a, jnp.asarray(xs[:8])))
+        np.testing.assert_allclose(got, da, rtol=1e-6, atol=1e-9)
+    assert float(jax.grad(lambda x_: log_gammaincc(1.0, x_))(0.0)) == -1.0
+    assert float(jax.grad(lambda x_: log_gammaincc(2.0, x_))(0.0)) == 0.0
+
+
 def test_gg_shift_delta_gradient_and_refusals():
     """d δ / d shift by the envelope theorem matches a central difference; p < 1 gives NaN."""
     f = lambda d: jp.noise.gg_shift_delta(3.0, d, 1.0)  # noqa: E731

@@ -253,6 +253,32 @@ def test_discrete_flank_roots_of_a_near_tangent_bump():
     assert exact_delta((p, x, zeros), (q, x, zeros), b, eps, "gaussian") <= delta * (1 + 1e-9) < exact_delta((p, x, zeros), (q, x, zeros), b * (1 - 1e-4), eps, "gaussian")
 
 
+def test_a_subnormal_curvature_bound_gives_no_nan_under_jit():
+    """Far in a mixture's tail the pieces' curvature bound underflows to a subnormal (3.2e-308),
+    which compiled XLA code on CPU flushes to 0: the chord-plus-curvature bound was chord/0 = NaN
+    under ``jit`` (a NaN bound reads as a proven sign), and reverse-mode derivatives of the exact
+    δ were NaN (4 of 512 random mixture pairs at random b, ε). The pair below, from
+    ``benchmarks/bench_gmm.random_pairs(512, 1)[277]``, gave ∂δ/∂b = NaN; the reference is a
+    central difference of the evaluator's own δ."""
+    from jaxpuffer._roots import cell_upper, parabola_upper
+
+    for curvature in (3.2e-308, 1e-310, 5e-324, 0.0, 1e-300, 1e-200, 1e-3):
+        bound = float(jax.jit(parabola_upper)(0.6, -2.34, -2.34, curvature))
+        assert -2.34 <= bound <= -2.34 + curvature * 0.6**2 / 8 + 1e-15, curvature
+        # two slopes whose sum is as small: finite, at least the ends, with a finite reverse-mode slope
+        bound, slope = jax.jit(jax.value_and_grad(cell_upper, argnums=3))(0.6, -2.34, -2.34, curvature, 0.0)
+        assert -2.34 <= float(bound) <= -2.34 + 1e-15 and np.isfinite(float(slope)), curvature
+    first = ([0.046342759184388446, 0.2874959334894564, 0.6661613073261553], [0.4787443522803497, 0.9379852445959044, -0.47207772258450786],
+             [1.4000049640176326, 0.379627706107941, 1.9804990751698706])
+    second = ([0.5554507115691037, 0.1109940115896975, 0.3335552768411988], [3.4438629632019513, -0.8414384283497945, 1.534700275037681],
+              [2.4393051984715104, 2.433777999343514, 1.898729579175028])
+    pairs = jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*second))
+    b, eps, h = 2.0809742684401082, 0.7110461369538591, 1e-6
+    delta = lambda bb: jnp.sum(jp.delta_exact(pairs, bb, eps, noise="laplace"))  # noqa: E731
+    slope = float(jax.jit(jax.grad(delta))(b))
+    assert slope == pytest.approx((float(delta(b + h)) - float(delta(b - h))) / (2 * h), rel=1e-6)
+
+
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_piece_bounds_hold_against_the_reference(noise):
     """The exact evaluator bounds sup f on each piece between its points by curvature
