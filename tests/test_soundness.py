@@ -80,8 +80,12 @@ def test_gaussian_pair_near_tangent_slivers_are_sound():
     and δ came out up to 16x low. Third case (harness seed 17, σ ratio 1285, b 5e-10 below
     b_pure): the log-ratio exceeds ε by 7e-9 in a far tail; the crossing's Newton estimate was
     10⁴ units off and δ came out 5e-5 of the truth (2,718x below target); the crossings' brackets
-    are now bounded, not their estimates trusted."""
-    cases = [((2.650280785077048, 7.006986352274962), (2.4068345445516877, 17.904901149053053), 0.28798296506549464, 6.973816181247548e-13),
+    are now bounded, not their estimates trusted. Fourth (harness seed 103, means −3.9e6, b ≈ 1.7e4):
+    the central peak of the log-ratio exceeds ε by 2.1e-15 at the returned b, within the rounding
+    floor, where it evaluated ≤ 0 and added nothing; true δ 1.4e-26, 10.8x the target. A peak
+    within the floor now adds the floor's slack, as a grid point there does."""
+    cases = [((-3928761.326169352, 81.86772781748844), (-3928761.4397408366, 9.84035431812093), 0.0033103891430187197, 1.278653423923371e-27),
+             ((2.650280785077048, 7.006986352274962), (2.4068345445516877, 17.904901149053053), 0.28798296506549464, 6.973816181247548e-13),
              ((-0.13749714102717656, 5.614229731012075), (-0.13793938022919403, 14.45072571512154), 0.02556555348641958, 8.904371077266548e-14),
              ((405.6923100953884, 5.567673793125873), (403.22775115346127, 7153.472375158812), 6.837335274478331, 1.0439339189970159e-24)]
     for (m1, s1), (m2, s2), eps, delta in cases:
