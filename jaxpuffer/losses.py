@@ -165,6 +165,12 @@ def prior_delta(d_mu, s1, s2, eps, symmetric):
 # ----------------------------------------------------------------------------- Laplace noise
 
 
+def _sign_floor(size, eps):
+    """Below this |r − ε| is rounding noise: ``_NOISE_ULPS`` ulps of the size of the terms r was
+    formed from, plus ε."""
+    return _NOISE_ULPS * jnp.finfo(jnp.float64).eps * (size + jnp.abs(eps))
+
+
 def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     """(δ for order 1→2, δ for order 2→1, resolved) for one Gaussian pair under Laplace(b).
 
@@ -184,7 +190,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # below this floor the sign of r − ε is rounding noise (it matters where the tail limit of r
     # equals ε, i.e. at b_pure). Such points count as non-positive, and δ is raised by the floor
     # (a region with 0 < r − ε ≤ floor contributes at most floor).
-    floor = _NOISE_ULPS * jnp.finfo(jnp.float64).eps * (size + jnp.abs(eps_))
+    floor = _sign_floor(size, eps_)
     pos = f > floor[None, :]
     slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 
@@ -212,7 +218,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # at a small ε) may truly rise above 0 however it evaluated: the floor's slack, as for a grid
     # point (harness seed 103: sup f = 2e-15 at the returned b, evaluated ≤ 0; true δ 1.4e-26
     # against a target of 1.3e-27)
-    peak_floor = _NOISE_ULPS * jnp.finfo(jnp.float64).eps * (peak_size + jnp.abs(eps_))
+    peak_floor = _sign_floor(peak_size, eps_)
     near_zero = (peak_ok.reshape(-1) & (jnp.abs(peak_val) <= peak_floor)).reshape(2, _PEAKS)
     slack = jnp.maximum(slack, jnp.where(jnp.any(near_zero, axis=1), jnp.maximum(jnp.max(floor), jnp.max(peak_floor)), 0.0))
 

@@ -252,8 +252,7 @@ def hockey(kernel, x, p, q, b, eps, symmetric):
     """(upper bound, lower bound) of ∫ [p ⊛ g_b − e^ε q ⊛ g_b]_+ dy for one pair, the max over both
     orders where ``symmetric``: x, p, q (n,) atoms and pmfs, b > 0, ε scalars (see the module
     docstring). The coarse grid's kernel values serve both orders."""
-    safe_log = lambda w: jnp.where(w > 0, jnp.log(jnp.where(w > 0, w, 1.0)), -jnp.inf)  # noqa: E731  (atoms of mass 0)
-    lw_p, lw_q = safe_log(p), safe_log(q)
+    lw_p, lw_q = _log_or_minus_inf(p), _log_or_minus_inf(q)  # (atoms of mass 0: −∞)
     ends = _grid(kernel, x, b)
     tab = _tables(kernel, x, b, ends)
     orders = jnp.stack([jnp.stack([lw_p, lw_q]), jnp.stack([lw_q, lw_p])])

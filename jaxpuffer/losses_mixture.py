@@ -439,7 +439,7 @@ def _coarse_pass(pair: _Pair, noise):
     ratio = partial(_ratio, pair, noise=noise)
 
     at_grid = _at(pair, y, noise)  # shared with the pieces' bounds (_piece_sup)
-    r, dr, size = _ratio(pair, y, noise, at_grid)
+    r, dr, size = ratio(y, comps=at_grid)
     signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
     f = signs[:, None] * r[None, :] - eps_
     df = signs[:, None] * dr[None, :]
