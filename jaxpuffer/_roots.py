@@ -170,14 +170,19 @@ def bisect_widest(fun, lo, hi, f_lo, f_hi, steps: int, lanes: int, live):
     idx = Ellipsis if every else jax.lax.top_k(jnp.where(live, jnp.abs(hi - lo), -1.0), lanes)[1]
     pos_left = f_lo[idx] > 0  # the lo end is the positive one (newton_bracket's sides)
 
-    def halve(_, state):
-        lo_, hi_, f_lo_, f_hi_ = state
-        mid = 0.5 * (lo_ + hi_)
-        f_mid = fun(mid, idx)
+    def keep(lo_, hi_, f_lo_, f_hi_, mid, f_mid):  # the half holding the sign change
         on_lo_side = (f_mid > 0) == pos_left
         return jnp.where(on_lo_side, mid, lo_), jnp.where(on_lo_side, hi_, mid), jnp.where(on_lo_side, f_mid, f_lo_), jnp.where(on_lo_side, f_hi_, f_mid)
 
-    out = jax.lax.fori_loop(0, steps, halve, (lo[idx], hi[idx], f_lo[idx], f_hi[idx]))
+    def halve(_, state):  # ends with the evaluation, whose only use in the step is the carried
+        bracket = keep(*state)  # state: one fused kernel on CPU (as in illinois), not its
+        mid = 0.5 * (bracket[0] + bracket[1])  # intermediates written out for four consumers
+        return (*bracket, mid, fun(mid, idx))
+
+    out = (lo[idx], hi[idx], f_lo[idx], f_hi[idx])
+    if steps > 0:
+        mid = 0.5 * (out[0] + out[1])
+        out = keep(*jax.lax.fori_loop(0, steps - 1, halve, (*out, mid, fun(mid, idx))))
     return out if every else tuple(full.at[idx].set(part) for full, part in zip((lo, hi, f_lo, f_hi), out))
 
 
