@@ -174,9 +174,13 @@ def bisect_widest(fun, lo, hi, f_lo, f_hi, steps: int, lanes: int, live):
         on_lo_side = (f_mid > 0) == pos_left
         return jnp.where(on_lo_side, mid, lo_), jnp.where(on_lo_side, hi_, mid), jnp.where(on_lo_side, f_mid, f_lo_), jnp.where(on_lo_side, f_hi_, f_mid)
 
-    def halve(_, state):  # ends with the evaluation, whose only use in the step is the carried
-        bracket = keep(*state)  # state: one fused kernel on CPU (as in illinois), not its
-        mid = 0.5 * (bracket[0] + bracket[1])  # intermediates written out for four consumers
+    # each step ends with the evaluation, whose only use in the step is the carried state: XLA on
+    # CPU then fuses it into one kernel (as in illinois) instead of writing its intermediates out
+    # for the four selections of an update (Gaussian pairs, Laplace noise: 64 → 37 ms of a 255 ms
+    # evaluation of 10⁴ pairs)
+    def halve(_, state):
+        bracket = keep(*state)
+        mid = 0.5 * (bracket[0] + bracket[1])
         return (*bracket, mid, fun(mid, idx))
 
     out = (lo[idx], hi[idx], f_lo[idx], f_hi[idx])
