@@ -31,12 +31,13 @@ Every crossing is kept as a *bracket* with f of known sign at both ends (Newton,
 end where f > 0, and what the bracket holds is added as width × p(t₀) × (1 − e^{−F}), F a tent
 bound on f from log-concave slope bounds (issue 17: an unconverged far-tail estimate had made δ
 2,718x too small). Where more crossings or peaks are found than the fixed budget, that order's δ
-is the L1 coupling bound instead (≥ δ). Signs within a rounding-noise floor (at a grid point or a located peak)
-count as non-positive and raise δ by the floor, and δ is rounded up by a bound on the rounding error of its CDF differences: the value
-returned never falls below the true δ by more than round-off of round-off, so calibrating to it
-errs on the safe side. The crossings are computed under ``stop_gradient``: the integrand
-vanishes there, so by the envelope theorem the derivative of δ with respect to b, ε and the
-prior parameters is exact without differentiating the search.
+is the L1 coupling bound instead (≥ δ). Signs within a rounding-noise floor (at a grid point or a
+located peak) count as non-positive and raise δ by the floor, and δ is rounded up by a bound on the
+rounding error of its CDF differences: the value returned never falls below the true δ by more
+than round-off of round-off, so calibrating to it errs on the safe side. The crossings are
+computed under ``stop_gradient``: the integrand vanishes there, so by the envelope theorem the
+derivative of δ with respect to b, ε and the prior parameters is exact without differentiating
+the search.
 
 Gaussian noise (MATH.md §7): Y | s ~ N(μ, σ² + θ²), and the set {g_i > e^ε g_j} is where a
 quadratic is positive, so δ is a closed-form sum of Φ-differences.
