@@ -118,14 +118,17 @@ def crossing_start(a, fa, dfa, c, fc, dfc):
     return jnp.where(jnp.abs(fa) <= jnp.abs(fc), quadratic_start(a, fa, dfa, c, fc), quadratic_start(c, fc, dfc, a, fa))
 
 
-def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start, bisections: int = 0):
+def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start, bisections: int = 0, noise=None):
     """The bracket [lo, hi] of a zero of f left after ``steps`` ≥ 1 Newton steps from ``start``
     inside [a, c] (sign change, f(a) = fa, f(c) = fc), as (lo, hi, f(lo), f(hi)): f(lo) and f(hi)
     have the signs of fa and fc, so the zero lies in [lo, hi] whether or not the steps converged
     (a caller can bound what lies between). Newton closes in from one side, so the last estimate
-    x̂ is then bracketed by two more evaluations at x̂ ± h, h = 1e-11 (hi − lo) + 8 ulps of x̂;
-    ``bisections`` more steps then halve the bracket (where Newton stalled on a flat stretch).
-    The evaluation's only use in each step is the carried state (one fused kernel on CPU)."""
+    x̂ is then bracketed by two more evaluations at x̂ ± h, h = 1e-11 (hi − lo) + 8 ulps of x̂, and
+    at least 2 ``noise`` / |f′| where the caller gives f's rounding noise (on a flat stretch f(x̂ ± h)
+    otherwise rounds to 0 and the bracket stays wide). A point where f is exactly 0 is a zero, and
+    Newton stays there (a step to the bracket's middle would leave up to half of it to the caller's
+    bound). ``bisections`` more steps then halve the bracket (where Newton stalled on a flat
+    stretch). The evaluation's only use in each step is the carried state (one fused kernel on CPU)."""
     pos_left = fa > 0
 
     def update(lo, hi, f_lo, f_hi, x, f_df):
@@ -135,15 +138,21 @@ def newton_bracket(fun_and_slope, a, c, fa, fc, steps, start, bisections: int = 
         hi, f_hi = jnp.where(right_of_root, x, hi), jnp.where(right_of_root, f, f_hi)
         x_new = x - f / jnp.where(df != 0, df, 1.0)
         ok = (df != 0) & (x_new > jnp.minimum(lo, hi)) & (x_new < jnp.maximum(lo, hi))
-        return lo, hi, f_lo, f_hi, jnp.where(ok, x_new, 0.5 * (lo + hi))
+        # f(x) = 0 exactly: x is a zero to working precision (Newton lands there often: r − ε
+        # rounds to 0 within an ulp or so of a root); stay, and let the probes below bracket it
+        return lo, hi, f_lo, f_hi, jnp.where(f == 0, x, jnp.where(ok, x_new, 0.5 * (lo + hi)))
 
     def step(_, state):
         bracket = update(*state)
         return (*bracket, jax.lax.complex(*fun_and_slope(bracket[-1])))
 
     x0 = jnp.clip(start, jnp.minimum(a, c), jnp.maximum(a, c))
-    lo, hi, f_lo, f_hi, x = update(*jax.lax.fori_loop(0, steps - 1, step, (a, c, fa, fc, x0, jax.lax.complex(*fun_and_slope(x0)))))
+    last = jax.lax.fori_loop(0, steps - 1, step, (a, c, fa, fc, x0, jax.lax.complex(*fun_and_slope(x0))))
+    lo, hi, f_lo, f_hi, x = update(*last)
     h = 1e-11 * jnp.abs(hi - lo) + 8.0 * jnp.finfo(jnp.float64).eps * jnp.abs(x)
+    # f′ of the last evaluated point (within the bracket's width of x)
+    slope = jnp.abs(jnp.imag(last[-1]))
+    h = h if noise is None else jnp.maximum(h, 2.0 * noise / jnp.where(slope > 0, slope, jnp.inf))
     x_l, x_r = jnp.clip(x - h, jnp.minimum(lo, hi), jnp.maximum(lo, hi)), jnp.clip(x + h, jnp.minimum(lo, hi), jnp.maximum(lo, hi))
     # both probes through one call site of fun (a loop of two): compile time grows with the sites
     f_l, f_r = jax.lax.map(lambda x_: fun_and_slope(x_)[0], jnp.stack([x_l, x_r]))

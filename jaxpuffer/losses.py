@@ -26,7 +26,8 @@ tail-normalized form (no cancellation of the ±y/b terms), then refined:
     parabola with its vertex at the peak (issue 17: near-tangent slivers at small ε, δ ~1e-13,
     were under-measured up to 16x with regula-falsi starts).
 Every crossing is kept as a *bracket* with f of known sign at both ends (Newton,
-:func:`jaxpuffer._roots.newton_bracket`, then 16 bisection steps on the two widest brackets,
+:func:`jaxpuffer._roots.newton_bracket`, its last estimate bracketed by probes at least the sign
+floor (below) over the slope away, then 16 bisection steps on the two widest brackets,
 :func:`jaxpuffer._roots.bisect_widest`): masses are taken up to the bracket's
 end where f > 0, and what the bracket holds is added as width × p(t₀) × (1 − e^{−F}), F a tent
 bound on f from log-concave slope bounds (issue 17: an unconverged far-tail estimate had made δ
@@ -72,7 +73,11 @@ _PEAKS = 1  # hidden excursions searched per order
 # bisection steps after Newton: a zero on a flat stretch of r − ε (near b_pure, r is flat within
 # rounding over wide tails) stalls Newton; the bracket's share of δ is then bounded, and a wide
 # bracket made δ(b) jumpy (64 random pairs: up to 10 % above the resolved value with 0 steps,
-# 7e-11 with 16, 0 with 32; the optax and bisection solvers then disagreed by 1e-5)
+# 7e-11 with 16, 0 with 32; the optax and bisection solvers then disagreed by 1e-5). Since
+# Newton stays on an exact zero and its probes step the sign floor / |f'| out, its brackets at
+# bench_calibrate's calibrated scales are all ≤ 1e-8 b (59 % of the pairs had one > 1e-4 b), but
+# 4,096 random pairs still gave δ up to 8.8e-6 relative higher without the bisection at random
+# b, and 7.9x near b_pure (1e-19 → 1e-18)
 _BISECTIONS = 16
 # only the widest 2 of the 2·(_ROOTS + 2·_PEAKS) = 12 brackets are bisected (Newton rarely
 # stalls on more than one; the rest are held as they are): 10⁴ random pairs at (1, 1e-6) gave the
@@ -250,7 +255,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
         quadratic_start(peak_at, peak_val, 0.0, pa, fa_left),
         quadratic_start(peak_at, peak_val, 0.0, pc, fc_right),
     ])
-    bracket = newton_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS, start)
+    bracket = newton_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS, start, noise=jnp.max(floor))
     used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
     lo_b, hi_b, f_lo_b, f_hi_b = bisect_widest(lambda x, idx: f_and_slope(x, idx)[0], *bracket, _BISECTIONS, _BISECT_LANES, used)
     # each zero stands for its bracket's end on the positive side (f > 0): the positive set's

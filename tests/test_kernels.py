@@ -85,3 +85,26 @@ def test_bisect_widest_halves_only_the_widest_live_brackets():
     ref = [scipy.optimize.brentq(lambda x, ci=ci: x**3 - ci, 0.0, 3.0, xtol=1e-15) for ci in np.asarray(c)]
     assert np.all((out[0] <= ref) & (ref <= out[1]))
     assert np.all(out[2] < 0) and np.all(out[3] > 0)
+
+
+def test_newton_bracket_closes_on_an_exact_zero_and_on_a_flat_stretch():
+    # f(x) = x − 1: the first Newton step from 0.5 lands on 1.0, where f is exactly 0. The bracket
+    # must close there (the zero is found), not halve towards the far end for the remaining steps
+    # (before: [1, 1.0078], f(lo) = 0 — 2⁻⁷ of the bracket left to a bound).
+    f_line = lambda x: (x - 1.0, jnp.ones_like(x))  # noqa: E731
+    a, c = jnp.array([0.0]), jnp.array([2.0])
+    lo, hi, f_lo, f_hi = (np.asarray(v) for v in _roots.newton_bracket(f_line, a, c, a - 1.0, c - 1.0, 8, jnp.array([0.5])))
+    assert lo[0] <= 1.0 <= hi[0] and hi[0] - lo[0] <= 1e-10
+    assert f_lo[0] <= 0 < f_hi[0]
+    # a flat stretch: g(x) = (1 + 1e-14 (x − 1)) − 1 rounds to 0 for |x − 1| ≲ 0.01, so probes
+    # 1e-11 apart both see 0 and the bracket stays as wide as Newton left it; told g's rounding
+    # noise (1 ulp of 1), the probes step 2 noise / |g'| ≈ 0.044 out and bracket the zero there
+    slope = 1e-14
+    g = lambda x: ((1.0 + slope * (x - 1.0)) - 1.0, jnp.full_like(x, slope))  # noqa: E731
+    ga, gc = g(a)[0], g(c)[0]
+    plain = [np.asarray(v) for v in _roots.newton_bracket(g, a, c, ga, gc, 8, jnp.array([0.5]))]
+    told = [np.asarray(v) for v in _roots.newton_bracket(g, a, c, ga, gc, 8, jnp.array([0.5]), noise=EPS64)]
+    assert plain[1][0] - plain[0][0] > 0.5  # Newton's zero is in the flat stretch; the probes are lost in it
+    width = told[1][0] - told[0][0]
+    assert told[0][0] <= 1.0 <= told[1][0] and width <= 4.0 * 2.0 * EPS64 / slope
+    assert told[2][0] <= 0 < told[3][0]
