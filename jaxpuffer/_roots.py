@@ -1,10 +1,29 @@
-"""Bracketed scalar root finders, vectorized over brackets (used by the exact evaluators)."""
+"""Bracketed scalar root finders, vectorized over brackets, and the two small numerical rules the
+exact evaluators share: the sign floor of r − ε and a log that is −∞ (with a zero derivative) at 0."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+NOISE_ULPS = 32  # sign floor of r − ε, in ulps of the terms r is formed from, plus ε
+_EPS64 = float(np.finfo(np.float64).eps)
+
+
+def sign_floor(size, eps):
+    """Below this |r − ε| is rounding noise: ``NOISE_ULPS`` ulps of the size of the terms the
+    log-ratio r was formed from, plus |ε|. The exact evaluators decide the sign of r − ε on their
+    grids against it (Gaussian pairs and mixtures alike)."""
+    return NOISE_ULPS * _EPS64 * (size + jnp.abs(eps))
+
+
+def log_or_minus_inf(u):
+    """log u for u ≥ 0, −∞ at 0 with a zero derivative (log's own, ∞ there, made reverse-mode
+    derivatives NaN: 0 · ∞ where a minimum or maximum dropped the term)."""
+    some = u > 0
+    return jnp.where(some, jnp.log(jnp.where(some, u, 1.0)), -jnp.inf)
+
 
 # Grids on which the exact evaluators look for the crossings of a log-density ratio:
 # offsets from each component's mean, in units of its std (21 points) and of the Laplace scale b

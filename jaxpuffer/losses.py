@@ -55,7 +55,7 @@ from jax.scipy.special import ndtr
 
 from . import _validate
 from .bounds import _gaussian_pairs
-from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, bisect_widest, crossing_start, newton_bracket, quadratic_start
+from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, bisect_widest, crossing_start, newton_bracket, quadratic_start, sign_floor
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass, tail_normalized
 from .losses_discrete import EXACT_KERNELS as DISCRETE_EXACT_KERNELS, discrete_delta, discrete_probabilistic
@@ -86,7 +86,6 @@ _BISECTIONS = 16
 _BISECT_LANES = 2
 _ROOT_STEPS = 8  # safeguarded Newton steps per crossing (quadratic from the regula-falsi start)
 _PEAK_STEPS = 16  # Illinois steps locating a hidden peak (root of the slope)
-_NOISE_ULPS = 32  # sign floor of r − ε, in ulps of the terms r is formed from, plus ε
 _ROUNDING_ULPS = 64  # δ is rounded up by this many ulps of the CDF values it subtracts (×(1 + e^ε))
 
 
@@ -171,12 +170,6 @@ def prior_delta(d_mu, s1, s2, eps, symmetric):
 # ----------------------------------------------------------------------------- Laplace noise
 
 
-def _sign_floor(size, eps):
-    """Below this |r − ε| is rounding noise: ``_NOISE_ULPS`` ulps of the size of the terms r was
-    formed from, plus ε."""
-    return _NOISE_ULPS * jnp.finfo(jnp.float64).eps * (size + jnp.abs(eps))
-
-
 def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     """(δ for order 1→2, δ for order 2→1, resolved) for one Gaussian pair under Laplace(b).
 
@@ -196,7 +189,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # below this floor the sign of r − ε is rounding noise (it matters where the tail limit of r
     # equals ε, i.e. at b_pure). Such points count as non-positive, and δ is raised by the floor
     # (a region with 0 < r − ε ≤ floor contributes at most floor).
-    floor = _sign_floor(size, eps_)
+    floor = sign_floor(size, eps_)
     pos = f > floor[None, :]
     slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 
@@ -224,7 +217,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     # at a small ε) may truly rise above 0 however it evaluated: the floor's slack, as for a grid
     # point (harness seed 103: sup f = 2e-15 at the returned b, evaluated ≤ 0; true δ 1.4e-26
     # against a target of 1.3e-27)
-    peak_floor = _sign_floor(peak_size, eps_)
+    peak_floor = sign_floor(peak_size, eps_)
     near_zero = (peak_ok.reshape(-1) & (jnp.abs(peak_val) <= peak_floor)).reshape(2, _PEAKS)
     slack = jnp.maximum(slack, jnp.where(jnp.any(near_zero, axis=1), jnp.maximum(jnp.max(floor), jnp.max(peak_floor)), 0.0))
 

@@ -66,7 +66,7 @@ from jax.nn import logsumexp
 
 from . import losses_enclosure as enclosure
 from .couplings import quantile_masses, vmap_pairs
-from ._roots import cell_upper, newton_bracket
+from ._roots import cell_upper, log_or_minus_inf, newton_bracket
 from .noise import kernels, normal_mass
 
 EXACT_KERNELS = None  # the exact δ is built for every log-concave kernel (GG: losses_enclosure)
@@ -189,8 +189,7 @@ def _gaussian_regions_one(x, p, q, theta, eps):
     θ > 0; diagnostics: (grid cells unproven, of them subdivided, subcells still unproven, whether
     the sign-change count proved the grid exact)."""
     e_eps = jnp.exp(eps)
-    log_p = jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)), -jnp.inf)
-    log_q = jnp.where(q > 0, jnp.log(jnp.where(q > 0, q, 1.0)), -jnp.inf)
+    log_p, log_q = log_or_minus_inf(p), log_or_minus_inf(q)
 
     def evaluate(y):
         """log Σ w_k φ_θ(y − x_k) (less the constant log θ√2π) and the posterior mean of the atom,

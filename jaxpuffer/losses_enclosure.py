@@ -77,6 +77,8 @@ import jax
 import jax.numpy as jnp
 from jax.nn import logsumexp, softmax
 
+from ._roots import log_or_minus_inf
+
 _EPS64 = 2.0**-52
 # log g falls by these levels from one grid point to the next around each atom: 1 apart up to 8,
 # then 15 % further each, to _REACH (where P(N > reach) ≤ 1.1e-35 for GG); 28 levels a side
@@ -93,13 +95,6 @@ def _log_phi(d):
     a = jnp.abs(d)
     safe = jnp.where(a > 0, a, 1.0)
     return jnp.where(a > 0, jnp.maximum(d, 0.0) + jnp.log(-jnp.expm1(-safe) / safe), 0.0)
-
-
-def _log_or_minus_inf(u):
-    """log u for u ≥ 0, −∞ at 0 with a zero derivative (log's own, ∞ there, made reverse-mode
-    derivatives NaN: 0 · ∞ where a minimum or maximum dropped the term)."""
-    some = u > 0
-    return jnp.where(some, jnp.log(jnp.where(some, u, 1.0)), -jnp.inf)
 
 
 def _lse(v):
@@ -146,8 +141,8 @@ def _tables(kernel, x, b, ends):
     near_a = jnp.abs(t_pt[..., :-1, :]) <= jnp.abs(t_pt[..., 1:, :])
     pick = lambda v: (jnp.where(near_a, v[..., :-1, :], v[..., 1:, :]), jnp.where(near_a, v[..., 1:, :], v[..., :-1, :]))  # noqa: E731
     (ls1, ls2), (e1, e2) = pick(ls), pick(tail_err)
-    tail_up = ls1 + e1 + _log_or_minus_inf(-jnp.expm1(jnp.minimum(ls2 - ls1 - e1 - e2, 0.0)))
-    tail_dn = ls1 - e1 + _log_or_minus_inf(jnp.maximum(-jnp.expm1(jnp.minimum(ls2 - ls1 + e1 + e2, 0.0)), 0.0))
+    tail_up = ls1 + e1 + log_or_minus_inf(-jnp.expm1(jnp.minimum(ls2 - ls1 - e1 - e2, 0.0)))
+    tail_dn = ls1 - e1 + log_or_minus_inf(jnp.maximum(-jnp.expm1(jnp.minimum(ls2 - ls1 + e1 + e2, 0.0)), 0.0))
     log_h = jnp.log(jnp.where(h > 0, h, 1.0))[..., None]  # (an empty cell is masked in _bounds)
     u = jnp.abs(slope) * 0.5 * h[..., None]
     quad_up = log_h + lm + u + _log_phi(-2.0 * u) + err
@@ -252,7 +247,7 @@ def hockey(kernel, x, p, q, b, eps, symmetric):
     """(upper bound, lower bound) of ∫ [p ⊛ g_b − e^ε q ⊛ g_b]_+ dy for one pair, the max over both
     orders where ``symmetric``: x, p, q (n,) atoms and pmfs, b > 0, ε scalars (see the module
     docstring). The coarse grid's kernel values serve both orders."""
-    lw_p, lw_q = _log_or_minus_inf(p), _log_or_minus_inf(q)  # (atoms of mass 0: −∞)
+    lw_p, lw_q = log_or_minus_inf(p), log_or_minus_inf(q)  # (atoms of mass 0: −∞)
     ends = _grid(kernel, x, b)
     tab = _tables(kernel, x, b, ends)
     orders = jnp.stack([jnp.stack([lw_p, lw_q]), jnp.stack([lw_q, lw_p])])

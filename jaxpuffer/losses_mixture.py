@@ -79,7 +79,7 @@ import jax.numpy as jnp
 from jax.nn import logsumexp, softmax
 from jax.scipy.special import ndtr
 
-from ._roots import GRID_CORE, GRID_TAIL, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start
+from ._roots import GRID_CORE, GRID_TAIL, NOISE_ULPS, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start, sign_floor
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, tail_normalized
 from .priors import log_mgf
@@ -89,7 +89,6 @@ EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ no
 _FEW = 8  # the subdivision pass runs on the pairs that need it, ⌈n/_FEW⌉ at a time
 _ROOT_STEPS = 12  # safeguarded Newton steps per zero (8 left near-tangent flanks short: δ(b) jittered)
 _EXTREMUM_STEPS = 16  # Illinois steps on f' per extremum
-_NOISE_ULPS = 32
 _ROUNDING_ULPS = 64
 _EPS64 = float(jnp.finfo(jnp.float64).eps)
 _CORE_SIGMAS = 13.0
@@ -292,7 +291,7 @@ def _piece_sup(pts, weights, means, spreads, b, eps, noise, center, comps=None):
         ra, rc = da[:, i] - da[:, j], dc[:, i] - dc[:, j]
         low = jnp.maximum(da[:, i] - dc[:, j] - width * k, -cell_upper(width, -ra, -rc, bend_down, bend_up))
         high = jnp.minimum(dc[:, i] - da[:, j] + width * k, cell_upper(width, ra, rc, bend_up, bend_down))
-        margin = _NOISE_ULPS * _EPS64 * (jnp.abs(da[:, i]) + jnp.abs(da[:, j]) + jnp.abs(dc[:, i]) + jnp.abs(dc[:, j]) + width * k)
+        margin = NOISE_ULPS * _EPS64 * (jnp.abs(da[:, i]) + jnp.abs(da[:, j]) + jnp.abs(dc[:, i]) + jnp.abs(dc[:, j]) + width * k)
         ends = jnp.maximum(fa, fc)
         bound = jnp.minimum(convex, chord)
         bound = jnp.where((low > margin) | (high < -margin), jnp.minimum(bound, ends), bound)
@@ -425,7 +424,7 @@ def _outer_negative(pair: _Pair, y_lo, y_hi):
     log_m = log_mgf(weights[None], means[None], spreads[None], toward[:, None, None] / b, center)  # (side, mixture): t = ∓1/b
     sup_r = jnp.stack([log_m[:, 0] - log_p[:, 1], log_m[:, 1] - log_p[:, 0]]) - jnp.log(2.0 * b)  # (order, side)
     size = jnp.stack([jnp.abs(log_m[:, 0]) + jnp.abs(log_p[:, 1]), jnp.abs(log_m[:, 1]) + jnp.abs(log_p[:, 0])]) + jnp.abs(jnp.log(2.0 * b)) + eps
-    return sup_r - eps < -_NOISE_ULPS * _EPS64 * size, sup_r
+    return sup_r - eps < -NOISE_ULPS * _EPS64 * size, sup_r
 
 
 def _coarse_pass(pair: _Pair, noise):
@@ -443,7 +442,7 @@ def _coarse_pass(pair: _Pair, noise):
     signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
     f = signs[:, None] * r[None, :] - eps_
     df = signs[:, None] * dr[None, :]
-    floor = _NOISE_ULPS * _EPS64 * (size + jnp.abs(eps_))
+    floor = sign_floor(size, eps_)
     pos = f > floor[None, :]
     slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 

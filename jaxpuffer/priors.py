@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validate
+from ._roots import log_or_minus_inf
 
 
 class _Prior:
@@ -260,5 +261,5 @@ def log_mgf(weights, locations, stds, t, centre=0.0):
     ``centre`` a trailing axis of 1). Under Laplace(b) noise, log M_i(±1/b) − log M_j(±1/b) are the
     limits of the noisy log-ratio (MATH.md §6); the shift c cancels in such differences and keeps
     (μ − c) t small."""
-    log_w = jnp.where(weights > 0, jnp.log(jnp.where(weights > 0, weights, 1.0)), -jnp.inf)
+    log_w = log_or_minus_inf(weights)
     return jax.nn.logsumexp(log_w + (locations - centre) * t + 0.5 * (stds * t) ** 2, axis=-1)
