@@ -569,9 +569,9 @@ def delta_coupling(
     if method == "closed":
         if noise != "laplace":
             raise ValueError(f"method 'closed' is for Laplace noise; use method='quadrature' for {noise} noise")
-        return coupling_laplace_closed(d_mu, s1 - s2, b, eps)
+        return _coupling_closed_jit(d_mu, s1 - s2, b, eps)
     if method == "quadrature":
-        return coupling_quadrature(d_mu, s1 - s2, b, eps, noise)
+        return _coupling_quadrature_jit(d_mu, s1 - s2, b, eps, noise)
     if key is None:
         raise ValueError("key is required for method='monte_carlo' (a jax.random key)")
     if not isinstance(num_samples, int) or num_samples < 2:
@@ -597,6 +597,10 @@ def delta_probabilistic(pairs: PairSet, scale, eps) -> jax.Array:
 
 
 _probabilistic_jit = jax.jit(discrete_probabilistic)
+# the public coupling bounds as one compiled program each (eagerly, op by op, a first call compiled
+# 120 small programs in 4.2 s)
+_coupling_closed_jit = jax.jit(coupling_laplace_closed)
+_coupling_quadrature_jit = jax.jit(coupling_quadrature, static_argnums=4)
 
 
 def delta_indicator(pairs: PairSet, scale, eps) -> jax.Array:

@@ -222,6 +222,7 @@ def test_crossing_pool_holds_every_crossing_of_sixteen_components():
     none). 16 interleaved components (issue 17, finding 3) have more crossings than the fixed 24
     slots the pool had before: it overflowed at b ≤ 0.3, and the pair fell back to a looser bound
     (0.5443 at b = 0.3, ε = 0.5, where δ = 0.54163). Reference: ``mixture_delta_reference``."""
+    import jax
     import jax.numpy as jnp
     from jaxpuffer import losses_mixture
 
@@ -231,7 +232,8 @@ def test_crossing_pool_holds_every_crossing_of_sixteen_components():
     second = (weights, 2.0 * np.arange(k) + 1.0, np.full(k, 0.05 + 1e-12))
     batch = lambda mixture: tuple(jnp.asarray(np.stack([a, a])) for a in mixture)  # noqa: E731
     b = jnp.array([0.1, 0.3])
-    d12, d21, resolved, _ = losses_mixture._exact_batch(batch(first), batch(second), b, jnp.full(2, eps), "laplace")
+    exact_batch = jax.jit(losses_mixture._exact_batch, static_argnums=4)  # compiled as the library runs it
+    d12, d21, resolved, _ = exact_batch(batch(first), batch(second), b, jnp.full(2, eps), "laplace")
     assert np.all(np.asarray(resolved))
     for i, scale in enumerate((0.1, 0.3)):
         for got, (p, q) in ((d12[i], (first, second)), (d21[i], (second, first))):

@@ -56,8 +56,12 @@ def shift_delta(eps, sensitivity, b, p):
     eps, sens, p = _shift_args(eps, sensitivity, p)
     b = _validate.float_array("b", b)
     _validate.positive("b", b)
-    return gg_shift_delta(p, sens / b, eps)
+    return _shift_delta_jit(p, sens / b, eps)
 
+
+# one compiled program for every p, Δ/b and ε of a shape (run eagerly, its loops recompiled on every
+# call: 0.33 s a call warm, 2.1 s cold)
+_shift_delta_jit = jax.jit(gg_shift_delta)
 
 _LOG_SPAN_LO, _LOG_SPAN_HI = -40.0, 60.0  # b searched in [Δ e^−40, Δ e^60]
 _BISECT = 64  # halvings of the log-b bracket: 100 · 2^−64 ≈ 5e-18, below an ulp of log b
