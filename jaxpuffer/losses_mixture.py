@@ -423,8 +423,8 @@ def _outer_negative(pair: _Pair, y_lo, y_hi):
     log_p = normalized + (toward * offset - jnp.abs(offset))[:, None]  # (side, mixture)
     log_m = log_mgf(weights[None], means[None], spreads[None], toward[:, None, None] / b, center)  # (side, mixture): t = ∓1/b
     sup_r = jnp.stack([log_m[:, 0] - log_p[:, 1], log_m[:, 1] - log_p[:, 0]]) - jnp.log(2.0 * b)  # (order, side)
-    size = jnp.stack([jnp.abs(log_m[:, 0]) + jnp.abs(log_p[:, 1]), jnp.abs(log_m[:, 1]) + jnp.abs(log_p[:, 0])]) + jnp.abs(jnp.log(2.0 * b)) + eps
-    return sup_r - eps < -NOISE_ULPS * _EPS64 * size, sup_r
+    size = jnp.stack([jnp.abs(log_m[:, 0]) + jnp.abs(log_p[:, 1]), jnp.abs(log_m[:, 1]) + jnp.abs(log_p[:, 0])]) + jnp.abs(jnp.log(2.0 * b))
+    return sup_r - eps < -sign_floor(size, eps), sup_r
 
 
 def _coarse_pass(pair: _Pair, noise):
