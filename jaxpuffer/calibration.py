@@ -54,6 +54,7 @@ import numpy as np
 import optax
 
 from . import _parallel, _validate, families
+from ._cache import ExportedJit
 from ._progress import ProgressBar
 from .families.gaussian import theorem_level as _theorem_level
 from .noise import kernels
@@ -491,8 +492,23 @@ def _bisect_from(max_iter: int) -> int:
     return max(max_iter - _BISECT_RESERVE, 0)
 
 
-_search_init_jit = jax.jit(_parallel.over_lanes(_search_init), static_argnums=0)
-_search_run_jit = jax.jit(_parallel.over_lanes(_search_run), static_argnums=0)
+def _ours(cfg: _Config) -> bool:
+    """The search of ``cfg`` is jaxpuffer's code only (one device; its family and noise kernel
+    defined in jaxpuffer), so that a digest of jaxpuffer's sources identifies its program."""
+    defined_here = lambda obj: type(obj).__module__.startswith("jaxpuffer.")  # noqa: E731
+    return cfg.mesh is None and defined_here(families.get(cfg.family)) and defined_here(kernels.resolve(cfg.noise))
+
+
+def _state_tree(cfg, args):
+    """The tree of a :class:`_SearchState` (both search programs return one)."""
+    opt_state = jax.eval_shape(_TRANSFORM.init, jax.ShapeDtypeStruct((), jnp.float64))
+    return jax.tree_util.tree_structure(_SearchState(*[0.0] * len(_SearchState._fields))._replace(opt_state=opt_state))
+
+
+# the two search programs, traced once per (cfg, shapes) on this machine: later processes load them
+# from disk (_cache.ExportedJit; 1.0–2.5 s of tracing and lowering per warm call)
+_search_init_jit = ExportedJit(_parallel.over_lanes(_search_init), portable=_ours, out_tree=_state_tree)
+_search_run_jit = ExportedJit(_parallel.over_lanes(_search_run), portable=_ours, out_tree=_state_tree)
 
 
 @partial(jax.custom_jvp, nondiff_argnums=(0, 4, 5))
@@ -532,8 +548,13 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 # ----------------------------------------------------------------------------- certificate
 
 
-_delta_jit = jax.jit(_parallel.over_lanes(_delta), static_argnums=0)
-_delta_at_zero_jit = jax.jit(_parallel.over_lanes(_delta_at_zero), static_argnums=0)
+def _array_tree(cfg, args):
+    return jax.tree_util.tree_structure(0.0)
+
+
+# the certificate's programs (one δ per lane), kept on disk as the search's are
+_delta_jit = ExportedJit(_parallel.over_lanes(_delta), portable=_ours, out_tree=_array_tree)
+_delta_at_zero_jit = ExportedJit(_parallel.over_lanes(_delta_at_zero), portable=_ours, out_tree=_array_tree)
 
 
 def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
@@ -553,11 +574,12 @@ def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
     return _search_run_jit(cfg, params, eps, np.ones(n), 1, 1, symmetric, state).d_last
 
 
-@partial(jax.jit, static_argnums=0)
-@_parallel.over_lanes
-def _prune_bound_jit(cfg, symmetric, params, b, eps):
-    """The family's cheap upper bound on δ per lane (one compiled program, not its eager ops)."""
+def _prune_bound(cfg, symmetric, params, b, eps):
+    """The family's cheap upper bound on δ per lane."""
     return families.get(cfg.family).prune_bound(cfg.noise, params, b, eps, symmetric)
+
+
+_prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours, out_tree=_array_tree)
 
 
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact", mesh=None,

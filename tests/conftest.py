@@ -10,7 +10,7 @@ import jax
 
 jax.config.update("jax_enable_x64", True)  # explicit, as README "float64" advises when jax comes first
 
-import jaxpuffer  # noqa: E402, F401
+import jaxpuffer._cache  # noqa: E402
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/_reference.py, tests/adversarial
@@ -30,6 +30,7 @@ def pytest_configure(config):
         folder = config._jaxpuffer_cache = tempfile.mkdtemp(prefix="jaxpuffer-tests-")
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # every program, as the library does
+    jaxpuffer._cache.set_export_folder(os.path.join(folder, "exported"))  # the traced search programs too, as the library does
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -190,3 +190,58 @@ def test_second_calls_with_new_values_compile_nothing():
             if count:
                 assert compiles == [], call
             compiles.clear()
+
+
+def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path):
+    """The search programs are exported (jax.export) to the cache folder on their first call and
+    loaded, not traced, when a later process (here: the in-process tables emptied) calls them:
+    answers bit-identical to the plain jit's; an unreadable file is exported again; a search whose
+    family or kernel is code outside jaxpuffer, or that spans devices, is never exported (a digest
+    of jaxpuffer's sources could not tell its versions apart)."""
+    from jaxpuffer import _cache
+
+    pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 2.0], [1.0, 1.0, 1.0]), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 1.0]))
+    programs = [v for v in vars(calibration).values() if isinstance(v, _cache.ExportedJit)]
+    assert len(programs) == 5  # the search's two programs and the certificate's three
+    traced = []
+    listener = lambda event, duration, **kw: traced.append(kw.get("fun_name")) if event.endswith("jaxpr_trace_duration") else None  # noqa: E731
+
+    def run(folder):
+        for program in programs:
+            program._calls.clear()  # a new process: nothing traced or loaded yet
+        _cache.set_export_folder(None if folder is None else str(folder))
+        traced.clear()
+        jax.monitoring.register_event_duration_secs_listener(listener)
+        try:
+            result = jp.calibrate(pairs, 1.0, 1e-6, level="exact")
+        finally:
+            jax.monitoring.unregister_event_duration_listener(listener)
+        return np.asarray(result.per_pair), float(result.delta_achieved)
+
+    before = _cache._export_folder
+    try:
+        plain = run(None)
+        first = run(tmp_path)
+        files = sorted(tmp_path.glob("*.jaxexport"))
+        assert len(files) >= 2 and traced.count("flat") == len(files)  # each program traced once, for export
+        later = run(tmp_path)
+        assert not {"flat", "_search_run", "_search_init", "_delta", "_prune_bound"} & set(traced), traced
+        assert sorted(tmp_path.glob("*.jaxexport")) == files
+        files[0].write_bytes(b"not an exported program")
+        again = run(tmp_path)
+        for got in (first, later, again):
+            np.testing.assert_array_equal(got[0], plain[0])
+            assert got[1] == plain[1]
+        assert files[0].read_bytes() != b"not an exported program"  # written again
+    finally:
+        _cache.set_export_folder(before)
+        for program in programs:
+            program._calls.clear()
+
+    class Outside(jp.noise.Laplace):  # a kernel defined outside jaxpuffer
+        pass
+
+    cfg = calibration._Config("exact", "laplace", "optax", 1e-6, "gaussian")
+    assert calibration._ours(cfg)
+    assert not calibration._ours(cfg._replace(noise=Outside()))
+    assert not calibration._ours(cfg._replace(mesh=object()))  # any mesh: a search over several devices
