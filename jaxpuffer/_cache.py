@@ -62,6 +62,7 @@ _export_folder: str | None = None
 _OFF_FLAGS = ("jax_disable_jit", "jax_debug_nans", "jax_debug_infs")  # the plain jit honours these
 _TRACE_FLAGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_numpy_dtype_promotion")  # they change a trace
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
+_NAMES: set = set()  # of the ExportedJit functions
 
 
 def set_export_folder(folder: str | None) -> None:
@@ -87,6 +88,22 @@ def _environment() -> str:
     return repr((versions, source.hexdigest(), jax.default_backend()))
 
 
+_ONE_ARRAY = jax.tree_util.tree_structure(0.0)
+
+
+def defined_here(*objects) -> bool:
+    """Every object is a plain value (str, number, bool, None) or an instance of a class defined in
+    jaxpuffer: code that a digest of jaxpuffer's sources covers."""
+    plain = (str, int, float, bool, type(None))
+    return all(isinstance(o, plain) or type(o).__module__.startswith("jaxpuffer.") for o in objects)
+
+
+def _parts(static) -> list:
+    """The objects a static argument holds, tuples and lists opened (a registered pytree, such as a
+    noise kernel, stays one object, so that its class is checked)."""
+    return jax.tree_util.tree_leaves(static, is_leaf=lambda x: not isinstance(x, (tuple, list)))
+
+
 class ExportedJit:
     """``jax.jit(fn, static_argnums=0)`` whose traced and lowered program is kept on disk.
 
@@ -96,15 +113,20 @@ class ExportedJit:
     arguments' tree and shapes/dtypes, the trace-relevant JAX flags and :func:`_environment`. Found,
     it is deserialised and called; else ``fn`` is traced once, exported, written (atomically) and
     called the same way, so the first and every later process run the same program. Anything
-    else (tracers, a static argument naming code outside jaxpuffer, JAX's debug flags, a failed
-    export) takes the plain jit. ``out_tree(static, args)`` is the output's tree structure (a
-    deserialised program returns flat leaves), asked once per program."""
+    else (tracers, a static argument naming code outside jaxpuffer — ``portable``, by default
+    :func:`defined_here` of the static argument's leaves —, JAX's debug flags, a failed export)
+    takes the plain jit. ``out_tree(static, args)`` is the output's tree structure (a
+    deserialised program returns flat leaves), asked once per program; None: one array."""
 
-    def __init__(self, fn, *, portable, out_tree):
+    def __init__(self, fn, *, portable=None, out_tree=None):
         self._jit = jax.jit(fn, static_argnums=0)
         self._fn = fn
         self._name = f"{fn.__module__}.{fn.__qualname__}"
-        self._portable, self._out_tree = portable, out_tree
+        if "<" in self._name or self._name in _NAMES:  # the name is part of the digest: one program per name
+            raise ValueError(f"ExportedJit needs a uniquely named module-level function; got {self._name}")
+        _NAMES.add(self._name)
+        self._portable = portable or (lambda static: defined_here(*_parts(static)))
+        self._out_tree = out_tree or (lambda static, args: _ONE_ARRAY)
         self._calls: dict = {}
 
     def __call__(self, static, *args):

@@ -54,7 +54,7 @@ import numpy as np
 import optax
 
 from . import _parallel, _validate, families
-from ._cache import ExportedJit
+from ._cache import ExportedJit, defined_here
 from ._progress import ProgressBar
 from .families.gaussian import theorem_level as _theorem_level
 from .noise import kernels
@@ -495,8 +495,7 @@ def _bisect_from(max_iter: int) -> int:
 def _ours(cfg: _Config) -> bool:
     """The search of ``cfg`` is jaxpuffer's code only (one device; its family and noise kernel
     defined in jaxpuffer), so that a digest of jaxpuffer's sources identifies its program."""
-    defined_here = lambda obj: type(obj).__module__.startswith("jaxpuffer.")  # noqa: E731
-    return cfg.mesh is None and defined_here(families.get(cfg.family)) and defined_here(kernels.resolve(cfg.noise))
+    return cfg.mesh is None and defined_here(families.get(cfg.family), kernels.resolve(cfg.noise))
 
 
 def _state_tree(cfg, args):
@@ -548,13 +547,9 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 # ----------------------------------------------------------------------------- certificate
 
 
-def _array_tree(cfg, args):
-    return jax.tree_util.tree_structure(0.0)
-
-
 # the certificate's programs (one δ per lane), kept on disk as the search's are
-_delta_jit = ExportedJit(_parallel.over_lanes(_delta), portable=_ours, out_tree=_array_tree)
-_delta_at_zero_jit = ExportedJit(_parallel.over_lanes(_delta_at_zero), portable=_ours, out_tree=_array_tree)
+_delta_jit = ExportedJit(_parallel.over_lanes(_delta), portable=_ours)
+_delta_at_zero_jit = ExportedJit(_parallel.over_lanes(_delta_at_zero), portable=_ours)
 
 
 def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
@@ -579,7 +574,7 @@ def _prune_bound(cfg, symmetric, params, b, eps):
     return families.get(cfg.family).prune_bound(cfg.noise, params, b, eps, symmetric)
 
 
-_prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours, out_tree=_array_tree)
+_prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours)
 
 
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact", mesh=None,

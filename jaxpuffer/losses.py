@@ -47,13 +47,13 @@ quadratic is positive, so δ is a closed-form sum of Φ-differences.
 from __future__ import annotations
 
 import math
-from functools import partial
 
 import jax
 import jax.numpy as jnp
 from jax.scipy.special import ndtr
 
 from . import _validate
+from ._cache import ExportedJit
 from .bounds import _gaussian_pairs
 from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, bisect_widest, crossing_start, newton_bracket, quadratic_start, sign_floor
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
@@ -413,17 +413,22 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
     return theorem_delta(d_mu, d_sigma, b, eps)
 
 
-@partial(jax.jit, static_argnames=("level", "noise"))
-def _pair_delta_jit(d_mu, s1, s2, b, eps, level, noise, symmetric):
-    return pair_delta(level, noise, d_mu, s1, s2, b, eps, symmetric)
+def _pair_delta_program(static, d_mu, s1, s2, b, eps, symmetric):
+    return pair_delta(*static, d_mu, s1, s2, b, eps, symmetric)
+
+
+# the public δ functions' programs, static (level, noise) first, kept on disk (jaxpuffer._cache)
+_pair_delta_jit = ExportedJit(_pair_delta_program)
 
 
 # ----------------------------------------------------------------------------- public API
 
 
-@partial(jax.jit, static_argnames=("level", "noise"))
-def _discrete_delta_jit(x, p, q, b, eps, level, noise, symmetric):
-    return discrete_delta(level, noise, x, p, q, b, eps, symmetric)
+def _discrete_delta_program(static, x, p, q, b, eps, symmetric):
+    return discrete_delta(*static, x, p, q, b, eps, symmetric)
+
+
+_discrete_delta_jit = ExportedJit(_discrete_delta_program)
 
 
 def _noise_key(noise, level: str, exact_kernels=None):
@@ -454,13 +459,16 @@ def _is_mixture(pairs) -> bool:
     return isinstance(pairs, PairSet) and isinstance(pairs.first, GaussianMixture)
 
 
-@partial(jax.jit, static_argnames=("level", "noise", "with_zero"))
-def _mixture_delta_jit(params, b, eps, symmetric, level, noise, with_zero):
+def _mixture_delta_program(static, params, b, eps, symmetric):
+    level, noise, with_zero = static
     ok = b > 0
     value = mixture_delta(level, noise, params, jnp.where(ok, b, 1.0), eps, symmetric)
     if not with_zero:
         return value
     return jnp.where(ok, value, mixture_delta_at_zero(params, eps, symmetric))
+
+
+_mixture_delta_jit = ExportedJit(_mixture_delta_program)
 
 
 def _mixture_public(level, pairs, scale, eps, noise, weights):
@@ -476,7 +484,7 @@ def _mixture_public(level, pairs, scale, eps, noise, weights):
     params = tuple(jnp.broadcast_to(a.reshape(lead + a.shape[1:]), shape + a.shape[1:]).reshape((-1,) + a.shape[1:]) for a in params)
     b, e = (jnp.broadcast_to(x, shape).reshape(-1) for x in (scale, eps))
     with_zero = not (_validate.is_concrete(b) and bool(jnp.all(b > 0)))
-    return _mixture_delta_jit(params, b, e, pairs.symmetric, level, noise, with_zero).reshape(shape)
+    return _mixture_delta_jit((level, noise, with_zero), params, b, e, pairs.symmetric).reshape(shape)
 
 
 def _is_discrete(pairs) -> bool:
@@ -517,10 +525,10 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         return _mixture_public("exact", pairs, scale, eps, noise, weights)
     if _is_discrete(pairs):
         key = _noise_key(noise, "exact", DISCRETE_EXACT_KERNELS)
-        return _discrete_delta_jit(*_prepare_discrete(pairs, scale, eps), level="exact", noise=key, symmetric=pairs.symmetric)
+        return _discrete_delta_jit(("exact", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
     key = _noise_key(noise, "exact", EXACT_KERNELS)
     pairs, args = _prepare(pairs, scale, eps)
-    return _pair_delta_jit(*args, level="exact", noise=key, symmetric=pairs.symmetric)
+    return _pair_delta_jit(("exact", key), *args, pairs.symmetric)
 
 
 def delta_coupling(
@@ -562,7 +570,7 @@ def delta_coupling(
         if method != "closed":
             raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
         key = _noise_key(noise, "coupling")
-        return _discrete_delta_jit(*_prepare_discrete(pairs, scale, eps), level="coupling", noise=key, symmetric=pairs.symmetric)
+        return _discrete_delta_jit(("coupling", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
     noise = _noise_key(noise, "coupling")
     pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     _validate.positive("scale", b)

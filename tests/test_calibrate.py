@@ -193,16 +193,16 @@ def test_second_calls_with_new_values_compile_nothing():
 
 
 def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path):
-    """The search programs are exported (jax.export) to the cache folder on their first call and
-    loaded, not traced, when a later process (here: the in-process tables emptied) calls them:
-    answers bit-identical to the plain jit's; an unreadable file is exported again; a search whose
+    """The search, certificate and public δ programs are exported (jax.export) to the cache folder
+    on their first call and loaded, not traced, when a later process (here: the in-process tables
+    emptied) calls them: answers bit-identical to the plain jit's; an unreadable file is exported again; a search whose
     family or kernel is code outside jaxpuffer, or that spans devices, is never exported (a digest
     of jaxpuffer's sources could not tell its versions apart)."""
-    from jaxpuffer import _cache
+    from jaxpuffer import _cache, losses
 
     pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 2.0], [1.0, 1.0, 1.0]), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 1.0]))
-    programs = [v for v in vars(calibration).values() if isinstance(v, _cache.ExportedJit)]
-    assert len(programs) == 5  # the search's two programs and the certificate's three
+    programs = [v for module in (calibration, losses) for v in vars(module).values() if isinstance(v, _cache.ExportedJit)]
+    assert len(programs) == 8  # the search's two programs, the certificate's three, the public δ's three
     traced = []
     listener = lambda event, duration, **kw: traced.append(kw.get("fun_name")) if event.endswith("jaxpr_trace_duration") else None  # noqa: E731
 
@@ -214,9 +214,10 @@ def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path):
         jax.monitoring.register_event_duration_secs_listener(listener)
         try:
             result = jp.calibrate(pairs, 1.0, 1e-6, level="exact")
+            delta = jp.delta_exact(pairs, 2.0, 1.0)
         finally:
             jax.monitoring.unregister_event_duration_listener(listener)
-        return np.asarray(result.per_pair), float(result.delta_achieved)
+        return np.asarray(result.per_pair), float(result.delta_achieved), np.asarray(delta)
 
     before = _cache._export_folder
     try:
@@ -225,13 +226,14 @@ def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path):
         files = sorted(tmp_path.glob("*.jaxexport"))
         assert len(files) >= 2 and traced.count("flat") == len(files)  # each program traced once, for export
         later = run(tmp_path)
-        assert not {"flat", "_search_run", "_search_init", "_delta", "_prune_bound"} & set(traced), traced
+        assert not {"flat", "_search_run", "_search_init", "_delta", "_prune_bound", "_pair_delta_program"} & set(traced), traced
         assert sorted(tmp_path.glob("*.jaxexport")) == files
         files[0].write_bytes(b"not an exported program")
         again = run(tmp_path)
         for got in (first, later, again):
             np.testing.assert_array_equal(got[0], plain[0])
             assert got[1] == plain[1]
+            np.testing.assert_array_equal(got[2], plain[2])
         assert files[0].read_bytes() != b"not an exported program"  # written again
     finally:
         _cache.set_export_folder(before)
