@@ -72,11 +72,11 @@ def set_export_folder(folder: str | None) -> None:
 
 
 @functools.lru_cache(maxsize=None)
-def _environment() -> str:
+def _environment() -> str | None:
     """What a traced program depends on besides its arguments: the versions of the libraries traced
     into it, a digest of jaxpuffer's own source files (any change to them is a new program; 7 ms),
-    and the backend."""
-    source = hashlib.sha256()
+    and the backend. None where the sources cannot be read (a zipped install): nothing is exported."""
+    source, count = hashlib.sha256(), 0
     for root, dirs, files in sorted(os.walk(_PACKAGE)):
         dirs.sort()
         for name in sorted(f for f in files if f.endswith(".py")):
@@ -84,6 +84,9 @@ def _environment() -> str:
             source.update(os.path.relpath(path, _PACKAGE).encode())
             with open(path, "rb") as handle:
                 source.update(handle.read())
+            count += 1
+    if not count:
+        return None
     versions = (jax.__version__, jaxlib.__version__, optax.__version__, numpy.__version__)
     return repr((versions, source.hexdigest(), jax.default_backend()))
 
@@ -131,7 +134,7 @@ class ExportedJit:
 
     def __call__(self, static, *args):
         folder = _export_folder
-        if folder is None or any(getattr(jax.config, flag) for flag in _OFF_FLAGS) or not self._portable(static):
+        if folder is None or _environment() is None or any(getattr(jax.config, flag) for flag in _OFF_FLAGS) or not self._portable(static):
             return self._jit(static, *args)
         leaves, tree = jax.tree_util.tree_flatten(args)
         if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):

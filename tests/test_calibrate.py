@@ -192,10 +192,11 @@ def test_second_calls_with_new_values_compile_nothing():
             compiles.clear()
 
 
-def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path):
+def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path, monkeypatch):
     """The search, certificate and public δ programs are exported (jax.export) to the cache folder
     on their first call and loaded, not traced, when a later process (here: the in-process tables
-    emptied) calls them: answers bit-identical to the plain jit's; an unreadable file is exported again; a search whose
+    emptied) calls them: answers bit-identical to the plain jit's; an unreadable file is exported
+    again; nothing is exported where jaxpuffer's sources cannot be read; a search whose
     family or kernel is code outside jaxpuffer, or that spans devices, is never exported (a digest
     of jaxpuffer's sources could not tell its versions apart)."""
     from jaxpuffer import _cache, losses
@@ -235,7 +236,15 @@ def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path):
             assert got[1] == plain[1]
             np.testing.assert_array_equal(got[2], plain[2])
         assert files[0].read_bytes() != b"not an exported program"  # written again
+        # sources that cannot be read (a zipped install): nothing is exported, nothing goes stale
+        monkeypatch.setattr(_cache, "_PACKAGE", str(tmp_path / "no sources"))
+        _cache._environment.cache_clear()
+        unread = run(tmp_path / "unread")
+        np.testing.assert_array_equal(unread[0], plain[0])
+        assert not (tmp_path / "unread").exists()
     finally:
+        monkeypatch.undo()
+        _cache._environment.cache_clear()
         _cache.set_export_folder(before)
         for program in programs:
             program._calls.clear()
