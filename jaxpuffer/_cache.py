@@ -4,7 +4,8 @@ A calibration's first call compiles its search program (tens of CPU seconds on a
 with the cache on, later processes load the compiled program from disk instead. The folder is
 ``$JAXPUFFER_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/jaxpuffer`` or ``~/.cache/jaxpuffer`` —
 never inside the project tree. ``JAXPUFFER_CACHE=0`` (or an empty ``JAXPUFFER_CACHE_DIR``) turns it
-off. A cache folder the user already gave JAX (``jax_compilation_cache_dir``) is left alone.
+off. A cache folder the user already gave JAX (``jax_compilation_cache_dir``) is left alone. In
+jaxpuffer's own folder, ``exported/`` keeps the traced programs too (:class:`ExportedJit`).
 """
 
 from __future__ import annotations
@@ -142,21 +143,22 @@ class ExportedJit:
         # shapes and dtypes, without JAX's weak-type mark: a program's outputs lose it once
         # deserialised, and the state they feed back in must find the same program
         specs = tuple(jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)) for leaf in leaves)
-        key = (static, tree, tuple(map(str, specs)), tuple(str(getattr(jax.config, flag)) for flag in _TRACE_FLAGS))
+        signature = (tuple(map(str, specs)), tuple(str(getattr(jax.config, flag)) for flag in _TRACE_FLAGS))
+        key = (static, tree, signature)
         if key not in self._calls:
             out_tree = self._out_tree(static, args)
-            self._calls[key] = (self._load_or_export(folder, static, tree, specs, key, out_tree), out_tree)
+            self._calls[key] = (self._load_or_export(folder, static, tree, specs, signature, out_tree), out_tree)
         call, out_tree = self._calls[key]
         if call is None:  # the export failed: the plain jit (which raises a genuine error of fn again)
             return self._jit(static, *args)
         return jax.tree_util.tree_unflatten(out_tree, call(*leaves))
 
-    def _load_or_export(self, folder, static, tree, specs, key, out_tree):
+    def _load_or_export(self, folder, static, tree, specs, signature, out_tree):
         """The jitted call of the stored program, exported first where none is stored; None where
         exporting fails."""
         from jax import export
 
-        digest = hashlib.sha256(repr((self._name, repr(static), str(tree), key[2:], _environment())).encode()).hexdigest()
+        digest = hashlib.sha256(repr((self._name, repr(static), str(tree), signature, _environment())).encode()).hexdigest()
         path = os.path.join(folder, f"{digest}.jaxexport")
         try:
             with open(path, "rb") as handle:
@@ -175,15 +177,16 @@ class ExportedJit:
             data = exported.serialize()
         except Exception:  # e.g. flatbuffers missing
             return None
-        _write_atomically(folder, path, data)
+        _write_atomically(path, data)
         return jax.jit(exported.call)
 
 
-def _write_atomically(folder: str, path: str, data: bytes) -> None:
+def _write_atomically(path: str, data: bytes) -> None:
     """``data`` to ``path`` by a rename (a reader sees all of it or nothing); a cache that cannot
     be written is left alone."""
     temp = None
     try:
+        folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder, suffix=".tmp", delete=False) as handle:
             temp = handle.name
