@@ -102,6 +102,17 @@ def defined_here(*objects) -> bool:
     return all(isinstance(o, plain) or type(o).__module__.startswith("jaxpuffer.") for o in objects)
 
 
+def _on_default_backend(leaves) -> bool:
+    """The call runs on JAX's default backend, the one a program is exported for: no committed
+    argument and no default device (``jax.default_device``) elsewhere (a process that calibrates on
+    a GPU and checks on its CPU would otherwise load the GPU's program for the CPU)."""
+    backend = jax.default_backend()
+    default = jax.config.jax_default_device
+    if default is not None and (default if isinstance(default, str) else default.platform) != backend:
+        return False
+    return all(d.platform == backend for leaf in leaves if isinstance(leaf, jax.Array) and leaf.committed for d in leaf.devices())
+
+
 def _parts(static) -> list:
     """The objects a static argument holds, tuples and lists opened (a registered pytree, such as a
     noise kernel, stays one object, so that its class is checked)."""
@@ -117,7 +128,7 @@ class ExportedJit:
     arguments' tree and shapes/dtypes, the trace-relevant JAX flags and :func:`_environment`. Found,
     it is deserialised and called; else ``fn`` is traced once, exported, written (atomically) and
     called the same way, so the first and every later process run the same program. Anything
-    else (tracers, a static argument naming code outside jaxpuffer — ``portable``, by default
+    else (tracers, a call on another backend than JAX's default, a static argument naming code outside jaxpuffer — ``portable``, by default
     :func:`defined_here` of the static argument's leaves —, JAX's debug flags, a failed export)
     takes the plain jit. ``out_tree(static, args)`` is the output's tree structure (a
     deserialised program returns flat leaves), asked once per program; None: one array."""
@@ -138,7 +149,7 @@ class ExportedJit:
         if folder is None or _environment() is None or any(getattr(jax.config, flag) for flag in _OFF_FLAGS) or not self._portable(static):
             return self._jit(static, *args)
         leaves, tree = jax.tree_util.tree_flatten(args)
-        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves) or not _on_default_backend(leaves):
             return self._jit(static, *args)
         # shapes and dtypes, without JAX's weak-type mark: a program's outputs lose it once
         # deserialised, and the state they feed back in must find the same program

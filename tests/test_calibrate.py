@@ -196,7 +196,8 @@ def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path, monke
     """The search, certificate and public δ programs are exported (jax.export) to the cache folder
     on their first call and loaded, not traced, when a later process (here: the in-process tables
     emptied) calls them: answers bit-identical to the plain jit's; an unreadable file is exported
-    again; nothing is exported where jaxpuffer's sources cannot be read; a search whose
+    again; nothing is exported where jaxpuffer's sources cannot be read or for a call on another
+    backend than JAX's default; a search whose
     family or kernel is code outside jaxpuffer, or that spans devices, is never exported (a digest
     of jaxpuffer's sources could not tell its versions apart)."""
     from jaxpuffer import _cache, losses
@@ -242,6 +243,18 @@ def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path, monke
         unread = run(tmp_path / "unread")
         np.testing.assert_array_equal(unread[0], plain[0])
         assert not (tmp_path / "unread").exists()
+        # a call on another backend than the default (a GPU process checking on its CPU): the plain
+        # jit, never the default backend's program (here the default backend claims to be a GPU)
+        monkeypatch.undo()
+        _cache._environment.cache_clear()
+        assert _cache._on_default_backend([np.ones(2), jax.device_put(np.ones(2), jax.devices("cpu")[0])])
+        monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+        assert not _cache._on_default_backend([np.ones(2), jax.device_put(np.ones(2), jax.devices("cpu")[0])])
+        with jax.default_device(jax.devices("cpu")[0]):
+            assert not _cache._on_default_backend([np.ones(2)])
+            elsewhere = run(tmp_path / "elsewhere")
+        np.testing.assert_array_equal(elsewhere[0], plain[0])
+        assert not (tmp_path / "elsewhere").exists()
     finally:
         monkeypatch.undo()
         _cache._environment.cache_clear()
