@@ -31,10 +31,9 @@ Usage: python bench_gpu.py [--platform gpu|cpu] [--gaussian 1000000] [--mixtures
 """
 import argparse
 import json
-import time
-
 import pathlib
 import sys
+import time
 
 import jaxpuffer as jp  # before jax: it switches JAX to float64 (README, "float64")
 import jax
@@ -57,9 +56,10 @@ def mixture_pairs(n, rng, k=3):
     return jp.PairSet(one(), one())
 
 
-def timed(fn):
+def timed(fn, *args):
+    """(``fn(*args)``, its wall time), waiting for its per-pair scales."""
     start = time.perf_counter()
-    out = fn()
+    out = fn(*args)
     jax.block_until_ready(out.per_pair)
     return out, time.perf_counter() - start
 
@@ -123,10 +123,12 @@ def main():
     for name, pairs, eps, delta in workloads:
         if pairs.batch_shape[0] == 0:
             continue
+        def run(p):
+            return jp.calibrate(p, eps, delta, level="exact", chunk_size=args.chunk)
+
         with jax.default_device(device):
-            run = lambda p: lambda: jp.calibrate(p, eps, delta, level="exact", chunk_size=args.chunk)  # noqa: E731
-            _, first = timed(run(pairs[np.arange(min(pairs.batch_shape[0], args.chunk))]))
-            result, warm = timed(run(pairs))
+            _, first = timed(run, pairs[np.arange(min(pairs.batch_shape[0], args.chunk))])
+            result, warm = timed(run, pairs)
         per_pair = np.asarray(result.per_pair)
         lanes = per_pair.size
         n = pairs.batch_shape[0]
