@@ -233,12 +233,26 @@ class _Config(NamedTuple):
 # ----------------------------------------------------------------------------- per-pair search
 
 
+def _with_noise(cfg: _Config, fn, params, *args):
+    """``fn(noise, family_params, *args)`` with the search's noise kernel. A kernel with shape
+    parameters (GG's p) has them erased from ``cfg.noise`` (:meth:`search_key`) and carried as the
+    last entries of ``params``, 0-d values shared by every lane (as a scalar ε is). So one compiled
+    search serves every p, and p's tangents reach the implicit derivative as the priors' do."""
+    template = kernels.resolve(cfg.noise)
+    k = len(template.shape_names)
+    if not k:
+        return fn(cfg.noise, params, *args)
+    return fn(template.with_shape(tuple(params[-k:])), tuple(params[:-k]), *args)
+
+
 def _delta(cfg: _Config, symmetric, b, params, eps):
-    return families.get(cfg.family).delta(cfg.level, cfg.noise, params, b, eps, symmetric)
+    family = families.get(cfg.family)
+    return _with_noise(cfg, lambda noise, fam, b_, eps_: family.delta(cfg.level, noise, fam, b_, eps_, symmetric), params, b, eps)
 
 
 def _delta_at_zero(cfg: _Config, symmetric, params, eps):
-    return families.get(cfg.family).delta_at_zero(cfg.level, cfg.noise, params, eps, symmetric)
+    family = families.get(cfg.family)
+    return _with_noise(cfg, lambda noise, fam, eps_: family.delta_at_zero(cfg.level, noise, fam, eps_, symmetric), params, eps)
 
 
 class _SearchState(NamedTuple):
@@ -317,10 +331,9 @@ def _pure_floor(cfg: _Config, params, eps, hi, symmetric):
     prior stds beyond the components, a safe answer: at these scales the tails are already within
     ε in the limit (e.g. equal variances: the log-ratio is Δμ(y − μ̄)/σ² far past that grid)."""
     family = families.get(cfg.family)
-    kernel = kernels.resolve(cfg.noise)
 
     def excess(b):
-        limits = kernel.tail_log_ratios(partial(family.log_mgf_ratio, params), b)
+        limits = _with_noise(cfg, lambda noise, fam, b_: kernels.resolve(noise).tail_log_ratios(partial(family.log_mgf_ratio, fam), b_), params, b)
         return jnp.where(symmetric, jnp.max(jnp.abs(limits), axis=0), jnp.max(limits, axis=0)) - eps
 
     def halve(_, bracket):
@@ -349,7 +362,8 @@ def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
     where that floor is > 0 the pair needs noise even if its δ(0) evaluated to 0 (an underflow:
     N(0, 1) vs N(0.006, 1) has δ(0) ≈ Φ(−164) at ε = 1)."""
     zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
-    hi0, start, pure = families.get(cfg.family).bracket(cfg.level, cfg.noise, params, eps, target)
+    family = families.get(cfg.family)
+    hi0, start, pure = _with_noise(cfg, lambda noise, fam, eps_, target_: family.bracket(cfg.level, noise, fam, eps_, target_), params, eps, target)
     tails = cfg.level == "exact" and kernels.resolve(cfg.noise).pure_eps
     floor = _pure_floor(cfg, params, eps, hi0, symmetric) if cfg.pure or (tails and pure is None) else None
     if pure is None:  # no closed form for where δ vanishes: estimated by the tail floor, if the kernel has one
@@ -533,7 +547,7 @@ def _implicit_tangent(cfg, symmetric, b, primals, tangents):
     # that root's derivative is not implemented, and a 0 would pass for one. NaN times every
     # input tangent of the lane (linear, as a JVP rule must be; on d_theta alone, reverse mode
     # would drop it where the evaluator selects a constant 0)
-    touched = sum(jnp.sum(t.reshape(t.shape[0], -1), axis=1) for t in jax.tree_util.tree_leaves(tangents))
+    touched = sum(t if t.ndim == 0 else jnp.sum(t.reshape(t.shape[0], -1), axis=1) for t in jax.tree_util.tree_leaves(tangents))
     return tangent + jnp.where((primals[2] == 0) & (b > 0), jnp.nan, 0.0) * touched
 
 
@@ -571,7 +585,8 @@ def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
 
 def _prune_bound(cfg, symmetric, params, b, eps):
     """The family's cheap upper bound on δ per lane."""
-    return families.get(cfg.family).prune_bound(cfg.noise, params, b, eps, symmetric)
+    family = families.get(cfg.family)
+    return _with_noise(cfg, lambda noise, fam, b_, eps_: family.prune_bound(noise, fam, b_, eps_, symmetric), params, b, eps)
 
 
 _prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours)
@@ -757,11 +772,12 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
 
 
 @partial(jax.jit, static_argnames=("floor", "allow_zero"))
-def _poison_invalid(lanes, eps, delta, per_lane, floor, allow_zero):
+def _poison_invalid(lanes, eps, delta, per_lane, shape_ok, floor, allow_zero):
     """Per-lane scales with NaN where the inputs are invalid: under a transformation they cannot be
     refused, and their answer must be unusable, never a number (the max over pairs propagates the
-    NaN). ``per_lane`` is (sweep points, pairs); ``allow_zero``: δ = 0 is valid (pure ε is searched)."""
-    valid = (lanes.first.ok() & lanes.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor, allow_zero)
+    NaN). ``per_lane`` is (sweep points, pairs); ``shape_ok``: the kernel's shape parameters are
+    valid; ``allow_zero``: δ = 0 is valid (pure ε is searched)."""
+    valid = (lanes.first.ok() & lanes.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor, allow_zero) & shape_ok
     return _validate.poison(jnp.broadcast_to(valid, (per_lane.size,)).reshape(per_lane.shape), per_lane)
 
 
@@ -889,7 +905,7 @@ def calibrate(
     with _parallel.agreement("calibrate", mismatch) as ballot:
         run = _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, chunk_size, progress, certify, devices)
         if _parallel.processes() > 1:
-            ballot.fingerprint = _process_part_fingerprint(run, (run.noise_key, run.level, solver, tau, rtol, max_iter, certify))
+            ballot.fingerprint = _process_part_fingerprint(run, (run.noise, run.level, solver, tau, rtol, max_iter, certify))
     return _conclude(run)
 
 
@@ -905,7 +921,8 @@ class _Run(NamedTuple):
     eps: Any
     delta: Any
     level: str
-    noise_key: Any
+    noise_key: Any  # the search's key (cfg.noise)
+    noise: Any  # what the result names: the key, or the kernel itself where it has shape parameters
     certified: str
     converged: Any
     iterations: Any
@@ -930,7 +947,8 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
         ok = " or ".join(repr(v) for v in reversed(kernel.levels))
         why = "is a Laplace-noise bound" if level in ("theorem", "indicator") else f"has no evaluator for {kernel!r} yet"
         raise ValueError(f"level {level!r} {why}; for noise={kernel.name!r} use level {ok}")
-    noise_key = kernel.calibration_key()  # static: the name, or the kernel with concrete shape
+    noise_key = kernel.search_key()  # static: the name, or the kernel with its shape parameters erased
+    shape = kernel.shape_values()  # those parameters (validated where concrete), carried per lane in params
     if not (isinstance(rtol, float) and 0 < rtol < 1e-2):
         raise ValueError(f"rtol must be a float in (0, 0.01); got {rtol!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
@@ -973,6 +991,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     pure_ok = level == "exact" and kernel.pure_eps and family.pure_eps  # where δ = 0 is a valid target (and searched)
     lanes, lane_eps, lane_delta = _sweep_lanes(pairs, eps, delta, sweep)
     params = family.params(lanes, lane_delta, tau)
+    params = (*params, *(jnp.asarray(v, jnp.float64) for v in shape))  # 0-d: shared by every lane
     if pure and not kernel.pure_eps:
         _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs)
     points = math.prod(sweep)  # sweep points (1 for scalar ε and δ)
@@ -996,13 +1015,13 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
                 stacklevel=3,
             )
         solver_name = solver
-    per_lane = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), floor=floor, allow_zero=pure_ok or pure)
+    per_lane = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), kernel.shape_ok(), floor=floor, allow_zero=pure_ok or pure)
     # the level whose δ certifies the scale: the level's own, or the tightest the kernel has; a
     # theorem with no inverse (discrete priors) is certified exactly
     certified = level if certify == "level" or not families.has_exact(family, kernel) else "exact"
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
-    return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, certified, converged, iterations, solver_name, mesh,
+    return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, kernel.with_shape(shape) if shape else noise_key, certified, converged, iterations, solver_name, mesh,
                 cfg if certified == level else None)
 
 
@@ -1068,7 +1087,7 @@ def _conclude(run: _Run) -> Calibration:
         binding=binding,
         delta_achieved=None if achieved is None else readable(achieved),
         level=run.level,
-        noise=run.noise_key,
+        noise=run.noise,
         eps=readable(run.eps),
         delta=readable(run.delta),
         converged=converged,

@@ -4,6 +4,7 @@ import runpy
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
@@ -82,6 +83,24 @@ def test_gg_mechanism_figures(tmp_path, capsys, monkeypatch):
     assert "exact (ε, δ)-DP b at ε = 1, δ = 0.01 for p = 2, 3, 4: 2.672" in out  # p = 2: the analytic Gaussian mechanism
     for k in range(1, 7):
         assert (tmp_path / f"gg_figure{k}.png").stat().st_size > 10_000
+
+
+def test_gg_shape(tmp_path, capsys, monkeypatch):
+    """The table's point-mass column against closed forms solved here: p = 1 is the Laplace
+    mechanism, 1 − e^{(ε − 1/b)/2} = δ, so b = 1/(ε − 2 log(1 − δ)); p = 2 is the analytic Gaussian
+    mechanism (Balle & Wang 2018) at θ = b/√2, solved by brentq."""
+    from scipy import optimize, stats
+
+    out = run_example_here("gg_shape.py", tmp_path, capsys, monkeypatch, "--ps", "1,2")
+    rows = {float(line.split()[0]): line.split() for line in out.splitlines() if line[:5].strip() in ("1.00", "2.00")}
+    eps, delta = 1.0, 1e-5
+    laplace = 1.0 / (eps - 2.0 * np.log1p(-delta))
+    agm = lambda t: stats.norm.cdf(0.5 / t - eps * t) - np.exp(eps) * stats.norm.cdf(-0.5 / t - eps * t) - delta  # noqa: E731
+    gaussian = optimize.brentq(agm, 0.1, 10.0, xtol=1e-14) * np.sqrt(2.0)
+    assert float(rows[1.0][1]) == pytest.approx(laplace, abs=1e-4) and float(rows[2.0][1]) == pytest.approx(gaussian, abs=1e-4)
+    certified = float(out.split("largest certified δ over all calibrations: ")[1].split()[0])
+    assert 0 < certified <= delta
+    assert "least noise std, per pair:" in out and (tmp_path / "gg_shape.png").stat().st_size > 10_000
 
 
 def test_gmm_masking_on_the_real_file(tmp_path, datasets_dir, capsys, monkeypatch):

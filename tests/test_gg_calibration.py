@@ -108,15 +108,22 @@ def test_discrete_and_mixture_pairs_with_gg2_match_gaussian_noise():
 
 
 def test_gg_gradient_and_refusals():
-    """d scale / d Δμ by the implicit gradient matches a central difference; p < 1, the exact
-    level and the indicator level are refused with errors that name what to use."""
-    def scale(mu):
+    """d scale / d Δμ and d scale / d p by the implicit gradient match central differences (p is a
+    value of the compiled search, not a key of it: issue 12, item 4); a traced p < 1 makes the
+    scale NaN; a concrete p < 1, the exact level and the indicator level are refused with errors
+    that name what to use."""
+    def scale(mu, p=1.5):
         pairs = jp.PairSet(jp.Gaussian(jnp.array([0.0]), jnp.array([0.0])), jp.Gaussian(mu[None], jnp.array([0.0])))
-        return jp.calibrate(pairs, EPS, DELTA, level="coupling", noise=GeneralizedGaussian(1.5)).scale
+        return jp.calibrate(pairs, EPS, DELTA, level="coupling", noise=GeneralizedGaussian(p)).scale
 
     g = float(jax.grad(scale)(1.3))
     fd = (float(scale(jnp.array(1.3 + 1e-5))) - float(scale(jnp.array(1.3 - 1e-5)))) / 2e-5
     np.testing.assert_allclose(g, fd, rtol=1e-6)
+    g_p = float(jax.grad(scale, argnums=1)(jnp.array(1.3), 1.5))
+    fd_p = (float(scale(jnp.array(1.3), 1.5 + 1e-5)) - float(scale(jnp.array(1.3), 1.5 - 1e-5))) / 2e-5
+    assert g_p != 0.0
+    np.testing.assert_allclose(g_p, fd_p, rtol=1e-6)
+    assert np.isnan(float(jax.jit(scale)(jnp.array(1.3), jnp.array(0.5))))
     pairs = jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 1.0))
     # the default level is the tightest this (family, kernel) has: coupling here (issue 15)
     auto = jp.calibrate(pairs, EPS, DELTA, noise=GeneralizedGaussian(1.5))
@@ -208,19 +215,31 @@ def test_discrete_exact_level_gg1_and_gg2_equal_laplace_and_gaussian_noise():
 
 
 def test_discrete_exact_level_gg_reverse_mode_gradient():
-    """jax.grad of an exact-level GG(3) calibration wrt an atom's location equals a central
-    difference (forward mode agreed to 1e-10 when this was written; not rerun here, to save a
-    compile). It was NaN: reverse mode through the enclosure's cell masses met log(0)'s infinite
+    """jax.grad of an exact-level GG(3) calibration wrt an atom's location, and wrt p, equals a
+    central difference (forward mode agreed to 1e-10 when this was written; not rerun here, to save
+    a compile). It was NaN: reverse mode through the enclosure's cell masses met log(0)'s infinite
     derivative where a tighter bound was kept, and the incomplete gamma's loops
-    (``test_log_gammaincc_derivatives_against_mpmath``)."""
-    def scale(x1):
+    (``test_log_gammaincc_derivatives_against_mpmath``). The second p compiles no search: p is a
+    value of the compiled search (its backend compiles are counted)."""
+    def scale(x1, p=3.0):
         x = jnp.stack([jnp.asarray(0.0), x1, jnp.asarray(2.5)])
         pairs = jp.PairSet(jp.Discrete(x, jnp.array([0.6, 0.3, 0.1])), jp.Discrete(x, jnp.array([0.1, 0.3, 0.6])))
-        return jp.calibrate(pairs, 0.5, 1e-3, level="exact", noise=GeneralizedGaussian(3.0)).scale
+        return jp.calibrate(pairs, 0.5, 1e-3, level="exact", noise=GeneralizedGaussian(p)).scale
 
     reverse = float(jax.grad(scale)(1.0))
     fd = (float(scale(1.0 + 1e-5)) - float(scale(1.0 - 1e-5))) / 2e-5
     assert reverse == pytest.approx(fd, rel=1e-5)
+    # d scale / d p: the search's brackets are 1e-10 wide, so a step of 1e-4 keeps the difference's noise at ~1e-6
+    by_p = float(jax.grad(scale, argnums=1)(1.0, 3.0))
+    compiles = []
+    listener = lambda event, duration, **kwargs: compiles.append(event) if event == "/jax/core/compile/backend_compile_duration" else None  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        fd_p = (float(scale(1.0, 3.0 + 1e-4)) - float(scale(1.0, 3.0 - 1e-4))) / 2e-4
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert by_p != 0.0 and by_p == pytest.approx(fd_p, rel=1e-5)
+    assert compiles == []  # scale(1.0 + 1e-5) above compiled every program these calls need
 
 
 def test_discrete_exact_level_gg_sound_tight_and_below_the_coupling_level():

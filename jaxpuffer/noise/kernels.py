@@ -101,7 +101,10 @@ def _log_q_fixed(a, x):
 def log_gammaincc(a, x):
     """log Q(a, x), the regularised upper incomplete gamma, accurate where Q underflows (x ≥ 200:
     asymptotic series; below: :func:`_log_q_fixed` for 1/8 ≤ a ≤ 2, else
-    ``jax.scipy.special.gammaincc``; a concrete a picks one branch at trace time).
+    ``jax.scipy.special.gammaincc``; a concrete a picks one branch at trace time, one traced a
+    shared by every x — GG's p in a calibration — at run time with ``lax.cond``: computing both
+    made GG calibrations 2.5× slower, the library's loops running until their slowest element
+    converges).
 
     Its derivative in x is the closed form d/dx log Q = −x^{a−1} e^{−x} / (Γ(a) Q(a, x)) (a custom
     JVP: differentiating the fixed-length loops instead made reverse mode store every step, 1.3 GB
@@ -109,9 +112,12 @@ def log_gammaincc(a, x):
     x = 0 its limit, −1 for a = 1 and 0 for a > 1, and 0 for a < 1, where it is −∞ but every caller's
     x = (t/b)^p with p = 1/a > 1 has a zero tangent there. The derivative in a is forward-mode
     through the series (taken only where a carries a tangent)."""
-    a, x = jnp.broadcast_arrays(jnp.asarray(a, jnp.float64), jnp.asarray(x, jnp.float64))
     from .. import _validate
 
+    a, x = jnp.asarray(a, jnp.float64), jnp.asarray(x, jnp.float64)
+    if not _validate.is_concrete(a) and a.ndim == 0:
+        return _log_q("switch", a, x)
+    a, x = jnp.broadcast_arrays(a, x)
     fast_ok = (a >= _FAST_A) & (a <= 2.0)
     if _validate.is_concrete(a) and bool(jnp.all(fast_ok)):
         mode = "fixed"
@@ -135,6 +141,9 @@ def _log_q_value(mode, a, x):
         direct = _log_q_fixed(a, xd)
     elif mode == "library":
         direct = jnp.log(gammaincc(a, xd))
+    elif mode == "switch":  # one a (0-d) for every x: only its branch runs
+        fast_ok = (a >= _FAST_A) & (a <= 2.0)
+        direct = jax.lax.cond(fast_ok, lambda: _log_q_fixed(jnp.where(fast_ok, a, 1.0), xd), lambda: jnp.log(gammaincc(a, xd)))
     else:
         fast_ok = (a >= _FAST_A) & (a <= 2.0)
         a_fast = jnp.where(fast_ok, a, 1.0)
@@ -172,6 +181,7 @@ class _Kernel:
     symbol: ClassVar[str] = "b"  # how tables name the scale
     levels: ClassVar[tuple] = ()
     pure_eps: ClassVar[bool] = False
+    shape_names: ClassVar[tuple] = ()  # the shape parameters (:meth:`shape_values`)
 
     def _log_tail(self, t, b):  # pragma: no cover - every kernel defines it
         raise NotImplementedError
@@ -195,9 +205,28 @@ class _Kernel:
         return jnp.zeros_like(b)
 
     def calibration_key(self):
-        """What :func:`jaxpuffer.calibrate`'s compiled search is keyed on (static, hashable): the
+        """What a compiled δ program of :mod:`jaxpuffer.losses` is keyed on (static, hashable): the
         name of a kernel without shape parameters."""
         return self.name
+
+    def search_key(self):
+        """What :func:`jaxpuffer.calibrate`'s compiled search is keyed on (static, hashable): the
+        kernel's name, or the kernel with its shape parameters erased — they travel as values
+        (:meth:`shape_values`), so that one compiled search serves every value."""
+        return self.name
+
+    def shape_values(self) -> tuple:
+        """The kernel's shape parameters as values of the search (none here); concrete ones are
+        validated."""
+        return ()
+
+    def with_shape(self, values):
+        """This kernel with the shape parameters ``values`` (as :meth:`shape_values` orders them)."""
+        return self
+
+    def shape_ok(self):
+        """Whether the shape parameters are valid for calibration (traced ones included)."""
+        return jnp.bool_(True)
 
     def __str__(self):
         return self.name
@@ -291,11 +320,12 @@ class GeneralizedGaussian(_Kernel):
     p: Any
     name: ClassVar[str] = "generalized_gaussian"
     levels: ClassVar[tuple] = ("coupling", "exact")  # exact: Discrete priors (losses_enclosure)
+    shape_names: ClassVar[tuple] = ("p",)
 
     def __post_init__(self):
         from .. import _validate
 
-        if _validate.is_concrete(self.p) and not (jnp.ndim(self.p) == 0 and 0 < float(self.p) < math.inf):
+        if self.p is not None and _validate.is_concrete(self.p) and not (jnp.ndim(self.p) == 0 and 0 < float(self.p) < math.inf):
             raise ValueError(f"p must be a positive finite scalar (the GG shape); got {self.p!r}")
 
     def log_density(self, z, b):
@@ -328,17 +358,35 @@ class GeneralizedGaussian(_Kernel):
         return f"{self.name}(p={self.p})"
 
     def calibration_key(self):
-        """This kernel with p a Python float ≥ 1 (one compiled search per p; d scale / d p is not
-        available through ``calibrate``). p < 1 is refused: the log-ratio of two shifted GG(p)
-        densities is then not monotone and the shift δ has no half-line form."""
+        """This kernel with p a Python float ≥ 1 (the public δ functions compile one program per
+        p; :func:`jaxpuffer.calibrate` does not: :meth:`search_key`)."""
         from .. import _validate
 
         if not _validate.is_concrete(self.p):
-            raise ValueError("p of GeneralizedGaussian noise must be concrete to calibrate (it keys the compiled search)")
-        p = float(self.p)
-        if not p >= 1.0:
-            raise ValueError(f"p must be >= 1 to calibrate GeneralizedGaussian noise (p < 1: the shift's privacy loss is not monotone); got {p!r}")
+            raise ValueError("p of GeneralizedGaussian noise must be concrete here (it keys the compiled δ program); calibrate accepts a traced p")
+        return GeneralizedGaussian(float(self.shape_values()[0]))
+
+    def search_key(self):
+        """The kernel with p erased: one compiled search for every p, which travels as a value (so
+        that ``jax.grad`` of a calibrated scale with respect to p is the implicit derivative)."""
+        return GeneralizedGaussian(None)
+
+    def shape_values(self):
+        """(p,). A concrete p < 1 is refused: the log-ratio of two shifted GG(p) densities is then
+        not monotone and the shift δ has no half-line form (a traced one makes the scale NaN:
+        :func:`jaxpuffer.calibration._poison_invalid`)."""
+        from .. import _validate
+
+        if _validate.is_concrete(self.p) and not float(self.p) >= 1.0:
+            raise ValueError(f"p must be >= 1 to calibrate GeneralizedGaussian noise (p < 1: the shift's privacy loss is not monotone); got {float(self.p)!r}")
+        return (float(self.p) if _validate.is_concrete(self.p) else self.p,)
+
+    def with_shape(self, values):
+        (p,) = values
         return GeneralizedGaussian(p)
+
+    def shape_ok(self):
+        return (self.p >= 1.0) & jnp.isfinite(self.p)
 
 
 # GG shift δ: the relative margin on D(u) = |u − d|^p − |u|^p that makes both bracket ends certain
@@ -388,7 +436,10 @@ def gg_shift_delta(p, d, eps):
     ε ≥ 0.1, up to 1e-7 at δ = 1e-287 and 6e-7 at ε = 1e-3 with a shift ≪ ε (where δ ≪ F(y*)).
     p < 1 (the log-ratio is not monotone) gives NaN: the caller refuses it.
     """
+    # 1/p for the CDFs: one shared 0-d value where p is one (log_gammaincc then runs one branch)
+    inv_p = 1.0 / jnp.asarray(p, jnp.float64)
     p, d, eps = jnp.broadcast_arrays(*(jnp.asarray(v, jnp.float64) for v in (p, d, eps)))
+    inv_p = inv_p if inv_p.ndim == 0 else 1.0 / p
     far = -(_TAIL_X ** (1.0 / p))
     half = 0.5 * d
     gap = lambda u: _gg_gap(u, d, p) - eps  # noqa: E731
@@ -416,9 +467,9 @@ def gg_shift_delta(p, d, eps):
     # comes from the CDFs alone
     y_p = jax.lax.stop_gradient(jnp.where(sure, root, jnp.where(found, half, far)))
     y_q = jax.lax.stop_gradient(jnp.where(sure, root, far))
-    log_qp = log_gammaincc(1.0 / p, jnp.abs(y_p) ** p)
+    log_qp = log_gammaincc(inv_p, jnp.abs(y_p) ** p)
     log_fp = jnp.where(y_p <= 0, _LOG_HALF + log_qp, _log1m_half_exp(log_qp))  # log F(y_p)
-    log_qq = log_gammaincc(1.0 / p, (d - y_q) ** p)
+    log_qq = log_gammaincc(inv_p, (d - y_q) ** p)
     log_fq = _LOG_HALF + log_qq  # log F(y_q − d), y_q − d ≤ 0
     fp = jnp.exp(log_fp) * (1.0 + _CDF_ULPS * _EPS64 * (1.0 + jnp.abs(log_qp)))
     fq = jnp.exp(eps + log_fq) * (1.0 - _CDF_ULPS * _EPS64 * (1.0 + jnp.abs(log_qq)))
