@@ -233,26 +233,26 @@ class _Config(NamedTuple):
 # ----------------------------------------------------------------------------- per-pair search
 
 
-def _with_noise(cfg: _Config, fn, params, *args):
-    """``fn(noise, family_params, *args)`` with the search's noise kernel. A kernel with shape
-    parameters (GG's p) has them erased from ``cfg.noise`` (:meth:`search_key`) and carried as the
-    last entries of ``params``, 0-d values shared by every lane (as a scalar ε is). So one compiled
-    search serves every p, and p's tangents reach the implicit derivative as the priors' do."""
+def _noise_and_params(cfg: _Config, params):
+    """(the search's noise kernel, the family's params). A kernel with shape parameters (GG's p)
+    has them erased from ``cfg.noise`` (:meth:`search_key`) and carried as the last entries of
+    ``params``, 0-d values shared by every lane (as a scalar ε is). So one compiled search serves
+    every p, and p's tangents reach the implicit derivative as the priors' do."""
     template = kernels.resolve(cfg.noise)
     k = len(template.shape_names)
     if not k:
-        return fn(cfg.noise, params, *args)
-    return fn(template.with_shape(tuple(params[-k:])), tuple(params[:-k]), *args)
+        return cfg.noise, params
+    return template.with_shape(tuple(params[-k:])), tuple(params[:-k])
 
 
 def _delta(cfg: _Config, symmetric, b, params, eps):
-    family = families.get(cfg.family)
-    return _with_noise(cfg, lambda noise, fam, b_, eps_: family.delta(cfg.level, noise, fam, b_, eps_, symmetric), params, b, eps)
+    noise, params = _noise_and_params(cfg, params)
+    return families.get(cfg.family).delta(cfg.level, noise, params, b, eps, symmetric)
 
 
 def _delta_at_zero(cfg: _Config, symmetric, params, eps):
-    family = families.get(cfg.family)
-    return _with_noise(cfg, lambda noise, fam, eps_: family.delta_at_zero(cfg.level, noise, fam, eps_, symmetric), params, eps)
+    noise, params = _noise_and_params(cfg, params)
+    return families.get(cfg.family).delta_at_zero(cfg.level, noise, params, eps, symmetric)
 
 
 class _SearchState(NamedTuple):
@@ -331,9 +331,11 @@ def _pure_floor(cfg: _Config, params, eps, hi, symmetric):
     prior stds beyond the components, a safe answer: at these scales the tails are already within
     ε in the limit (e.g. equal variances: the log-ratio is Δμ(y − μ̄)/σ² far past that grid)."""
     family = families.get(cfg.family)
+    noise, family_params = _noise_and_params(cfg, params)
+    kernel = kernels.resolve(noise)
 
     def excess(b):
-        limits = _with_noise(cfg, lambda noise, fam, b_: kernels.resolve(noise).tail_log_ratios(partial(family.log_mgf_ratio, fam), b_), params, b)
+        limits = kernel.tail_log_ratios(partial(family.log_mgf_ratio, family_params), b)
         return jnp.where(symmetric, jnp.max(jnp.abs(limits), axis=0), jnp.max(limits, axis=0)) - eps
 
     def halve(_, bracket):
@@ -362,8 +364,7 @@ def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
     where that floor is > 0 the pair needs noise even if its δ(0) evaluated to 0 (an underflow:
     N(0, 1) vs N(0.006, 1) has δ(0) ≈ Φ(−164) at ε = 1)."""
     zero_ok = _delta_at_zero(cfg, symmetric, params, eps) <= target
-    family = families.get(cfg.family)
-    hi0, start, pure = _with_noise(cfg, lambda noise, fam, eps_, target_: family.bracket(cfg.level, noise, fam, eps_, target_), params, eps, target)
+    hi0, start, pure = families.get(cfg.family).bracket(cfg.level, *_noise_and_params(cfg, params), eps, target)
     tails = cfg.level == "exact" and kernels.resolve(cfg.noise).pure_eps
     floor = _pure_floor(cfg, params, eps, hi0, symmetric) if cfg.pure or (tails and pure is None) else None
     if pure is None:  # no closed form for where δ vanishes: estimated by the tail floor, if the kernel has one
@@ -585,8 +586,7 @@ def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
 
 def _prune_bound(cfg, symmetric, params, b, eps):
     """The family's cheap upper bound on δ per lane."""
-    family = families.get(cfg.family)
-    return _with_noise(cfg, lambda noise, fam, b_, eps_: family.prune_bound(noise, fam, b_, eps_, symmetric), params, b, eps)
+    return families.get(cfg.family).prune_bound(*_noise_and_params(cfg, params), b, eps, symmetric)
 
 
 _prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours)
@@ -948,7 +948,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
         why = "is a Laplace-noise bound" if level in ("theorem", "indicator") else f"has no evaluator for {kernel!r} yet"
         raise ValueError(f"level {level!r} {why}; for noise={kernel.name!r} use level {ok}")
     noise_key = kernel.search_key()  # static: the name, or the kernel with its shape parameters erased
-    shape = kernel.shape_values()  # those parameters (validated where concrete), carried per lane in params
+    shape = kernel.shape_values()  # those parameters (validated where concrete), carried in params as 0-d values
     if not (isinstance(rtol, float) and 0 < rtol < 1e-2):
         raise ValueError(f"rtol must be a float in (0, 0.01); got {rtol!r}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size < 1):
