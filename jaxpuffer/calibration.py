@@ -724,7 +724,7 @@ def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
     ``_COMPACT_OFTEN`` at the exact level of a family whose evaluator is costly (its
     ``costly_exact``), else ``_COMPACT_RARELY``."""
     n = params[0].shape[0]
-    costly = cfg.level == "exact" and families.get(cfg.family).costly_exact
+    costly = cfg.level == "exact" and families.costly_exact(families.get(cfg.family), kernels.resolve(cfg.noise))
     passes, pad = _COMPACT_OFTEN if costly else _COMPACT_RARELY
     state = jax.tree_util.tree_map(np.array, _search_init_jit(cfg, params, eps, target, symmetric))
     live = np.arange(n)
@@ -936,12 +936,12 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     kernel = kernels.resolve(noise)
     family = families.for_pairs(pairs)
     if level is None:  # the tightest level this (family, kernel) has
-        level = "exact" if families.has_exact(family, kernel) else "coupling"
+        level = "exact" if families.exact_by_default(family, kernel) else "coupling"
     _validate.choice("level", level, LEVELS)
     _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)
-    if certify is None:
-        certify = "level" if level == "theorem" else "exact"
+    if certify is None:  # the theorem level's own closed form; else the exact δ where it is not opt-in
+        certify = "level" if level == "theorem" or not families.exact_by_default(family, kernel) else "exact"
     _validate.choice("certify", certify, CERTIFY)
     if level not in kernel.levels:
         ok = " or ".join(repr(v) for v in reversed(kernel.levels))
@@ -963,8 +963,8 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     if level == "exact" and not families.has_exact(family, kernel):
         raise ValueError(
             f"level 'exact' has no evaluator for {kernel!r} noise with {family.prior_type.__name__} priors yet (it is built "
-            "for Discrete priors: a certified cell enclosure of the noisy densities); use level 'coupling' (an upper bound "
-            "of the exact δ, exact for point masses) or Discrete priors"
+            "for Discrete and Gaussian priors: certified cell enclosures of the noisy densities); use level 'coupling' (an "
+            "upper bound of the exact δ, exact for point masses)"
         )
     eps = _validate.epsilon(eps)
     delta = _validate.delta(delta, allow_zero=True)

@@ -112,6 +112,16 @@ def _grid(kernel, x, b):
     return jnp.sort((x[:, None] + offsets[None, :]).reshape(-1))
 
 
+def quad_masses(h, la, lc, lm, slope, err):
+    """Bounds of log ∫_cell e^ℓ for ℓ concave on each cell (last axis: atoms) from its values at the
+    ends and the line ℓ(m) + ℓ'(m)(y − m) above it, each off by at most ``err``: between the
+    integrals of e^chord and e^line, h e^{ℓ(a)} φ(ℓ(c) − ℓ(a)) ≤ mass ≤ h e^{ℓ(m)} φ(−2|u|) e^{|u|},
+    φ(d) = (e^d − 1)/d, u = ℓ'(m) h/2 (second order in h)."""
+    log_h = jnp.log(jnp.where(h > 0, h, 1.0))[..., None]  # (an empty cell is masked in cell_bounds)
+    u = jnp.abs(slope) * 0.5 * h[..., None]
+    return log_h + lm + u + _log_phi(-2.0 * u) + err, log_h + la + _log_phi(lc - la) - err
+
+
 def _tables(kernel, x, b, ends):
     """What the bounds need of the kernel for the cells between consecutive ``ends`` (last axis; no
     atom inside a cell), per cell and atom: log g at the ends and the midpoint, its slope at the
@@ -143,10 +153,7 @@ def _tables(kernel, x, b, ends):
     (ls1, ls2), (e1, e2) = pick(ls), pick(tail_err)
     tail_up = ls1 + e1 + log_or_minus_inf(-jnp.expm1(jnp.minimum(ls2 - ls1 - e1 - e2, 0.0)))
     tail_dn = ls1 - e1 + log_or_minus_inf(jnp.maximum(-jnp.expm1(jnp.minimum(ls2 - ls1 + e1 + e2, 0.0)), 0.0))
-    log_h = jnp.log(jnp.where(h > 0, h, 1.0))[..., None]  # (an empty cell is masked in _bounds)
-    u = jnp.abs(slope) * 0.5 * h[..., None]
-    quad_up = log_h + lm + u + _log_phi(-2.0 * u) + err
-    quad_dn = log_h + la + _log_phi(lc - la) - err
+    quad_up, quad_dn = quad_masses(h, la, lc, lm, slope, err)
     m_up, m_dn = jnp.minimum(tail_up, quad_up), jnp.maximum(tail_dn, quad_dn)
     # each atom's log-density relative to the cell's nearest atom's, D_k = ℓ_k − ℓ_ref: monotone on
     # the cell (no atom inside it, log g concave and symmetric), so its end values bound it
@@ -157,8 +164,10 @@ def _tables(kernel, x, b, ends):
     return dict(h=h, la=la, lc=lc, lm=lm, slope=slope, m_up=m_up, m_dn=m_dn, err=err, d_up=d_up, d_dn=d_dn)
 
 
-def _bounds(tab, lw_p, lw_q, eps):
-    """(upper, lower) bounds of ∫_cell [p − e^ε q]_+ per cell, flattened (see the module docstring)."""
+def cell_bounds(tab, lw_p, lw_q, eps):
+    """(upper, lower) bounds of ∫_cell [p − e^ε q]_+ per cell, flattened (see the module docstring).
+    ``tab`` (:func:`_tables`) may leave out the first-order enclosure (``d_up``, ``d_dn``): its
+    monotone-D argument is for atoms."""
     h, la, lc, lm, slope, err = tab["h"], tab["la"], tab["lc"], tab["lm"], tab["slope"], tab["err"]
     half = 0.5 * h[..., None]
     chord_mid = 0.5 * (la + lc)
@@ -183,14 +192,15 @@ def _bounds(tab, lw_p, lw_q, eps):
     # second order: tangents and chords of log p and log q taken separately
     r_hi = jnp.maximum(vpa - wqa, vpc - wqc) - eps + eta
     r_lo = jnp.minimum(wpa - vqa, wpc - vqc) - eps - eta
-    # first order in the log-ratio itself: r = LSE(lw_p + D) − LSE(lw_q + D) with D_k = ℓ_k − ℓ_ref in
-    # [d_dn, d_up] on the cell; tight where the atoms are close on the noise's scale (b ≫ their
-    # spread, small ε), where the separate second-order bounds are each wider than ε
-    d_up, d_dn = tab["d_up"], tab["d_dn"]
-    lse_pu, lse_pd, lse_qu, lse_qd = (logsumexp(lw + d, axis=-1) for lw, d in ((lw_p, d_up), (lw_p, d_dn), (lw_q, d_up), (lw_q, d_dn)))
-    eta_d = 16.0 * _EPS64 * (1.0 + big(lse_pu, lse_pd, lse_qu, lse_qd))
-    r_hi = jnp.minimum(r_hi, lse_pu - lse_qd - eps + eta_d)
-    r_lo = jnp.maximum(r_lo, lse_pd - lse_qu - eps - eta_d)
+    if "d_up" in tab:
+        # first order in the log-ratio itself: r = LSE(lw_p + D) − LSE(lw_q + D) with D_k = ℓ_k − ℓ_ref
+        # in [d_dn, d_up] on the cell; tight where the atoms are close on the noise's scale (b ≫
+        # their spread, small ε), where the separate second-order bounds are each wider than ε
+        d_up, d_dn = tab["d_up"], tab["d_dn"]
+        lse_pu, lse_pd, lse_qu, lse_qd = (logsumexp(lw + d, axis=-1) for lw, d in ((lw_p, d_up), (lw_p, d_dn), (lw_q, d_up), (lw_q, d_dn)))
+        eta_d = 16.0 * _EPS64 * (1.0 + big(lse_pu, lse_pd, lse_qu, lse_qd))
+        r_hi = jnp.minimum(r_hi, lse_pu - lse_qd - eps + eta_d)
+        r_lo = jnp.maximum(r_lo, lse_pd - lse_qu - eps - eta_d)
     m_up, m_dn = tab["m_up"], tab["m_dn"]  # log cell masses per atom, rounded outward
     grow, shrink = 1.0 + 16.0 * _EPS64, 1.0 - 16.0 * _EPS64  # the log-sum-exp of the masses
     mass = lambda lw, m: jnp.exp(_lse(lw + m))  # noqa: E731
@@ -213,9 +223,9 @@ def _split(ya, yc, pick):
     return (a[:, None] + (c - a)[:, None] * frac).at[:, -1].set(c)
 
 
-def _refined(kernel, x, b, eps, ends, coarse, lw_p, lw_q):
+def refined(tables, eps, ends, coarse, lw_p, lw_q):
     """(upper, lower) bounds of δ for one order after _ROUNDS rounds of re-enclosing the loosest
-    cells, from the coarse grid's bounds ``coarse``."""
+    cells, from the coarse grid's bounds ``coarse``; ``tables(ends)`` gives the cells' tables."""
     room = _ROUNDS * _REFINE * _SPLIT  # every round's parts; a slot not yet used is an empty cell
     pad = lambda v: jnp.concatenate([v, jnp.zeros(room, v.dtype)])  # noqa: E731
     first = ends.size - 1
@@ -224,7 +234,7 @@ def _refined(kernel, x, b, eps, ends, coarse, lw_p, lw_q):
         ya, yc, upper, lower, open_gap = state
         pick = jax.lax.top_k(open_gap, _REFINE)[1]  # the loosest cells still worth cutting
         parts = _split(ya, yc, pick)
-        su, sl = _bounds(_tables(kernel, x, b, parts), lw_p, lw_q, eps)
+        su, sl = cell_bounds(tables(parts), lw_p, lw_q, eps)
         # a cut that does not narrow a cell's gap (one held by the masses' rounding, which cutting
         # does not shrink) is dropped, and the cell is not picked again
         helps = jnp.sum((su - sl).reshape(_REFINE, _SPLIT), axis=1) < (upper - lower)[pick]
@@ -251,8 +261,9 @@ def hockey(kernel, x, p, q, b, eps, symmetric):
     ends = _grid(kernel, x, b)
     tab = _tables(kernel, x, b, ends)
     orders = jnp.stack([jnp.stack([lw_p, lw_q]), jnp.stack([lw_q, lw_p])])
-    coarse = jax.vmap(lambda lw: _bounds(tab, lw[0], lw[1], eps))(orders)
-    up, dn = jax.vmap(lambda c, lw: _refined(kernel, x, b, eps, ends, c, lw[0], lw[1]))(coarse, orders)
+    coarse = jax.vmap(lambda lw: cell_bounds(tab, lw[0], lw[1], eps))(orders)
+    tables = functools.partial(_tables, kernel, x, b)
+    up, dn = jax.vmap(lambda c, lw: refined(tables, eps, ends, c, lw[0], lw[1]))(coarse, orders)
     # P's mass beyond the grid: ≤ P(N > reach) on each side
     reach = kernel.decay_offsets(jnp.asarray(_REACH, jnp.float64))
     up = up + 2.0 * jnp.exp(kernel.log_sf(reach * b, b)) * (1.0 + 1e-6)

@@ -28,6 +28,11 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
 * ``costly_exact`` — whether an exact-level evaluation costs far more than compiling one more
   batch size (mixtures: ~1 ms per pair), so that the search re-batches its unfinished pairs after
   every evaluation (:func:`jaxpuffer.calibration._solve_concrete`);
+* ``opt_in_exact`` — the kernels (names) whose exact evaluator for this family is costly enough
+  to be asked for rather than taken by default (Gaussian priors under GG noise: a nested certified
+  quadrature, :mod:`jaxpuffer.losses_convolved`): :func:`exact_by_default` is False for them, so
+  ``calibrate`` defaults to the coupling level and certifies with it, and an exact-level search
+  compacts as for ``costly_exact``;
 * ``prune_bound(noise, params, b, eps, symmetric)`` — a cheap per-pair upper bound on the exact δ
   that orders the certificate's scan, or None (then ``exact_is_cheap(noise, zero)`` says whether
   the exact δ of every pair, at scale 0 where ``zero``, is evaluated in one batch).
@@ -49,6 +54,7 @@ class PriorFamily(Protocol):
     pure_eps: bool
     costly_exact: bool
     exact_kernels: tuple | None
+    opt_in_exact: tuple
 
     def params(self, pairs, delta, tau) -> tuple: ...
     def theorem(self, pairs, params, eps, delta, tau): ...
@@ -75,6 +81,18 @@ def has_exact(family, kernel) -> bool:
     """Whether the exact level exists for ``family`` with the noise ``kernel`` (both have it, and the
     family's exact evaluator handles that kernel)."""
     return "exact" in family.levels and "exact" in kernel.levels and (family.exact_kernels is None or kernel.name in family.exact_kernels)
+
+
+def exact_by_default(family, kernel) -> bool:
+    """Whether ``calibrate``'s default level and certificate for ``family`` under ``kernel`` are the
+    exact level: it exists and is not opt-in (``family.opt_in_exact``)."""
+    return has_exact(family, kernel) and kernel.name not in family.opt_in_exact
+
+
+def costly_exact(family, kernel) -> bool:
+    """Whether an exact-level search for ``family`` under ``kernel`` compacts its unfinished pairs
+    after every evaluation (``costly_exact``, or an opt-in exact evaluator)."""
+    return family.costly_exact or kernel.name in family.opt_in_exact
 
 
 def get(name: str):

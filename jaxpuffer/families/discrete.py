@@ -20,6 +20,7 @@ class DiscreteFamily:
     exact_kernels = losses_discrete.EXACT_KERNELS
     pure_eps = True
     costly_exact = False  # ~25 µs per pair and evaluation (4,096 random pairs, Laplace noise)
+    opt_in_exact = ()
 
     def params(self, pairs, delta, tau):
         n = pairs.first.num_atoms

@@ -25,6 +25,7 @@ class MixtureFamily:
     # outer ones included (losses_mixture._outer_negative), so δ = 0 targets are searched
     pure_eps = True
     costly_exact = True  # ~1 ms per pair and evaluation (the partition and its piece bounds)
+    opt_in_exact = ()
 
     def params(self, pairs, delta, tau):
         """The plan minimising Theorem 2's cost at δ (at δ = 1e-30 for a target of 0: any plan's

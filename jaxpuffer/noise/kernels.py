@@ -261,6 +261,10 @@ class Laplace(_Kernel):
         """The standardised t ≥ 0 where log g has fallen by ``levels`` from its peak."""
         return levels
 
+    def log_density_curvature(self, t, b):
+        """κ(t) = −d²/dt² log g_b(t) at t ≥ 0 (monotone in t; at 0 the right limit)."""
+        return jnp.zeros(jnp.broadcast_shapes(jnp.shape(t), jnp.shape(b)))
+
     def shift_delta(self, w, b, eps):
         """(1 − e^{(ε − w/b)/2})_+: the Laplace mechanism's exact δ for sensitivity w."""
         return jnp.maximum(-jnp.expm1(0.5 * (eps - jnp.abs(w) / b)), 0.0)
@@ -307,6 +311,9 @@ class Normal(_Kernel):
     def decay_offsets(self, levels):
         return jnp.sqrt(2.0 * levels)
 
+    def log_density_curvature(self, t, b):
+        return jnp.broadcast_to(1.0 / jnp.square(b), jnp.broadcast_shapes(jnp.shape(t), jnp.shape(b)))
+
     def shift_delta(self, w, b, eps):
         """The analytic Gaussian mechanism (Balle & Wang 2018) for sensitivity w, std b."""
         return shift_agm(jnp.abs(w), b, eps)
@@ -348,6 +355,13 @@ class GeneralizedGaussian(_Kernel):
 
     def decay_offsets(self, levels):
         return levels ** (1.0 / self.p)
+
+    def log_density_curvature(self, t, b):
+        """p(p − 1) t^{p−2}/b^p: decreasing in t for p < 2 (∞ at 0), increasing for p > 2, 0 for
+        p = 1 (the Laplace kernel, also at t = 0)."""
+        p = self.p
+        value = p * (p - 1.0) * (t / b) ** (p - 2.0) / jnp.square(b)
+        return jnp.where(p == 1.0, 0.0, value)
 
     def shift_delta(self, w, b, eps):
         """The exact hockey-stick δ between GG(0, b, p) and GG(w, b, p), p ≥ 1, as a certified upper
