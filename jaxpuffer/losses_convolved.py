@@ -75,11 +75,7 @@ def _log1m_exp(x):
 
 def _logaddexp(a, c):
     """log(e^a + e^c), −∞ (with zero derivatives, where jnp.logaddexp's are NaN) where both are −∞."""
-    top = jnp.maximum(a, c)
-    some = jnp.isfinite(top)
-    safe = jnp.where(some, top, 0.0)
-    total = jnp.exp(a - safe) + jnp.exp(c - safe)
-    return jnp.where(some, safe + jnp.log(jnp.where(some, total, 1.0)), -jnp.inf)
+    return enclosure._lse(jnp.stack([a, c], axis=-1))
 
 
 def _ramp(x, width, x_err):
@@ -100,7 +96,7 @@ def _ramp(x, width, x_err):
     per_x = 1.0 + jnp.maximum(x, 0.0) + gain * (2.0 + 2.0 * jnp.maximum(x, 0.0) + w)
     ulps = 16.0 * (1.0 + jnp.abs(m_x) + gain * (jnp.abs(m_far) + jnp.abs(x * w) + 0.5 * w**2 + jnp.abs(m_x)))
     err = x_err * per_x + _EPS64 * ulps
-    log_w = jnp.log(w) - 0.5 * math.log(2.0 * math.pi)
+    log_w = jnp.log(w) - _HALF_LOG_2PI
     hi = log_w + jnp.maximum(x, 0.0) * w
     lo = log_w + jnp.minimum(0.0, x * w - 0.5 * w**2)
     crude_err = 0.5 * (hi - lo) + x_err * w + 16.0 * _EPS64 * (1.0 + jnp.abs(log_w) + jnp.abs(x * w) + w**2)
@@ -172,15 +168,12 @@ def _inner_nodes(kernel, z, sigma, b):
     return jnp.concatenate([parts.reshape(*nodes.shape[:-1], -1), nodes[..., -1:]], axis=-1)
 
 
-def _lse_bound(values, errs, up):
-    """log Σ e^{v_k ± err_k} (+ for ``up``), moved outward by the sum's own rounding."""
-    shifted = values + jnp.where(up, errs, -errs)
-    top = jnp.max(shifted, axis=-1)
-    safe = jnp.where(jnp.isfinite(top), top, 0.0)
-    some = jnp.isfinite(top)
-    total = jnp.where(some, safe + jnp.log(jnp.where(some, jnp.sum(jnp.exp(shifted - safe[..., None]), axis=-1), 1.0)), -jnp.inf)
-    slack = (values.shape[-1] + 8) * _EPS64 * (1.0 + jnp.abs(safe))
-    return jnp.where(up, total + slack, total - slack)
+def _lse_bound(values, up):
+    """log Σ e^{v_k}, moved outward (up for ``up``) by the sum's own rounding."""
+    top = jnp.max(values, axis=-1)
+    slack = (values.shape[-1] + 8) * _EPS64 * (1.0 + jnp.abs(jnp.where(jnp.isfinite(top), top, 0.0)))
+    total = enclosure._lse(values)
+    return total + slack if up else total - slack
 
 
 def log_density_bounds(kernel, z, sigma, b):
@@ -230,8 +223,8 @@ def log_density_bounds(kernel, z, sigma, b):
     right, r_err = _gauss_integral(ell(last), -kernel.log_density_decay(jnp.abs(last), bc), 0.0, last, last, jnp.inf, zc, sc)
     left, l_err = _gauss_integral(ell(first), kernel.log_density_decay(jnp.abs(first), bc), 0.0, first, -jnp.inf, first, zc, sc)
     up_all = jnp.concatenate([up, right + r_err + e_1[..., -1:], left + l_err + e_0[..., :1]], axis=-1)
-    upper = _lse_bound(up_all, jnp.zeros_like(up_all), True)
-    lower = _lse_bound(dn, dn_err, False)
+    upper = _lse_bound(up_all, True)
+    lower = _lse_bound(dn - dn_err, False)
     exact = kernel.log_density(z, b)
     return jnp.where(point, exact, lower), jnp.where(point, exact, upper)
 
