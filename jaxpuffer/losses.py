@@ -58,14 +58,13 @@ from .bounds import _gaussian_pairs
 from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, bisect_widest, crossing_start, newton_bracket, quadratic_start, sign_floor
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass, tail_normalized
-from .losses_discrete import EXACT_KERNELS as DISCRETE_EXACT_KERNELS, discrete_delta, discrete_probabilistic
-from .losses_mixture import EXACT_KERNELS as MIXTURE_EXACT_KERNELS, mixture_delta, mixture_delta_at_zero, mixture_params
+from .losses_discrete import discrete_delta, discrete_probabilistic
+from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from .noise import kernels
 from .pairs import PairSet
 from .couplings import gmm_coupling
 from .priors import Discrete, GaussianMixture
 
-EXACT_KERNELS = None  # the exact δ of Gaussian priors: closed forms (Laplace, Gaussian noise), else losses_convolved
 COUPLING_METHODS = ("closed", "quadrature", "monte_carlo")
 
 _ROOTS = 4  # grid crossings refined per order
@@ -434,17 +433,10 @@ def _discrete_delta_program(static, x, p, q, b, eps, symmetric):
 _discrete_delta_jit = ExportedJit(_discrete_delta_program)
 
 
-def _noise_key(noise, level: str, exact_kernels=None):
+def _noise_key(noise):
     """The evaluators' static key for ``noise`` (a kernel name or object: its name, or a GG kernel
-    with a concrete p); at the exact level, refuses a kernel that the family's exact evaluator
-    (which handles the kernels named in ``exact_kernels``, None for every kernel) does not handle."""
-    kernel = kernels.resolve(noise)
-    if level == "exact" and exact_kernels is not None and kernel.name not in exact_kernels:
-        raise ValueError(
-            f"the exact δ with {kernel!r} noise is built for Discrete and Gaussian priors only (certified cell enclosures); for these "
-            "priors use delta_coupling (an upper bound of the exact δ)"
-        )
-    return kernel.calibration_key()
+    with a concrete p)."""
+    return kernels.resolve(noise).calibration_key()
 
 
 def _prepare_discrete(pairs, scale, eps):
@@ -476,7 +468,7 @@ _mixture_delta_jit = ExportedJit(_mixture_delta_program)
 
 def _mixture_public(level, pairs, scale, eps, noise, weights):
     """δ of GaussianMixture pairs at one level, broadcast over pairs, scale and ε."""
-    noise = _noise_key(noise, level, MIXTURE_EXACT_KERNELS)
+    noise = _noise_key(noise)
     scale = _validate.float_array("scale", scale)
     (_validate.nonnegative if level == "exact" else _validate.positive)("scale", scale)
     eps = _validate.epsilon(eps)
@@ -520,7 +512,8 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         a certified quadrature of the noisy densities and the same cell enclosure, an upper bound
         within ~2e-3 of δ, ~0.3 s per pair (:mod:`jaxpuffer.losses_convolved`). GaussianMixture
         priors: :mod:`jaxpuffer.losses_mixture` (located crossings and closed-form component CDFs);
-        under GG noise they raise (no exact evaluator yet: use :func:`delta_coupling`).
+        under ``GeneralizedGaussian(p)`` the same certified quadrature, each component one atom
+        (~1.7 s per 2-component pair).
       weights: GaussianMixture pairs only: the :class:`jaxpuffer.couplings.ComponentPlan` whose
         coupling bound (24) stands in (≥ δ) where the crossing search exceeds its budget
         (default: ``jp.gmm_coupling(pairs, cost="w2")``).
@@ -528,9 +521,9 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
     if _is_mixture(pairs):
         return _mixture_public("exact", pairs, scale, eps, noise, weights)
     if _is_discrete(pairs):
-        key = _noise_key(noise, "exact", DISCRETE_EXACT_KERNELS)
+        key = _noise_key(noise)
         return _discrete_delta_jit(("exact", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
-    key = _noise_key(noise, "exact", EXACT_KERNELS)
+    key = _noise_key(noise)
     pairs, args = _prepare(pairs, scale, eps)
     return _pair_delta_jit(("exact", key), *args, pairs.symmetric)
 
@@ -573,9 +566,9 @@ def delta_coupling(
     if _is_discrete(pairs):
         if method != "closed":
             raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
-        key = _noise_key(noise, "coupling")
+        key = _noise_key(noise)
         return _discrete_delta_jit(("coupling", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
-    noise = _noise_key(noise, "coupling")
+    noise = _noise_key(noise)
     pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     _validate.positive("scale", b)
     if method == "closed":

@@ -1,5 +1,6 @@
-"""Exact δ of Gaussian priors under any log-concave noise kernel, by certified quadrature and cell
-enclosure (issue 12: generalized Gaussian noise GG(p), p ≥ 1, at the exact level; MATH.md §6, §9).
+"""Exact δ of Gaussian and Gaussian-mixture priors under any log-concave noise kernel, by certified
+quadrature and cell enclosure (issue 12: generalized Gaussian noise GG(p), p ≥ 1, at the exact
+level; MATH.md §3, §6, §9).
 
 A Gaussian prior N(μ, σ²) released with noise of density g_b (symmetric, log-concave: GG(p) with
 p ≥ 1) has the density p(y) = ∫ g_b(t) φ_σ(y − μ − t) dt, with no closed form for p ∉ {1, 2}.
@@ -35,8 +36,10 @@ mirror image right of it — a convex V, hence below its own chord through 2ℓ(
 :mod:`jaxpuffer.losses_enclosure` with each prior as one "atom" (the line through the V's ends in
 place of the tangent at m; the error of each value widens both), so its cell bounds of
 ∫ [p − e^ε q]_+, its masses by ∫ e^chord ≤ ∫ e^ℓ ≤ ∫ e^V and its refinement of the loosest cells
-apply unchanged. The outer grid puts cell ends around each prior's mean where log g and the prior
-have fallen by the enclosure's levels (their scales added), out to where both have fallen by 80;
+apply unchanged. A mixture Σ_k w_k N(μ_k, σ_k²) is the same with each component one atom (each
+log-concave; the enclosure's log-sum-exps weigh them), so a pair of mixtures needs nothing more.
+The outer grid puts cell ends around each component's mean where log g and the component have
+fallen by the enclosure's levels (their scales added), out to where both have fallen by 80;
 beyond, P's mass is at most 2Φ(−√160) + 2P(N > b·80^{1/p}), added to δ.
 
 The kernel supplies ``log_density``, ``log_sf``, ``log_density_decay`` (−ℓ'), ``decay_offsets`` and
@@ -53,6 +56,7 @@ import jax.numpy as jnp
 from jax.scipy.special import log_ndtr
 
 from . import losses_enclosure as enclosure
+from ._roots import log_or_minus_inf
 from .noise.convolved import log_mills
 
 _EPS64 = 2.0**-52
@@ -182,7 +186,10 @@ def log_density_bounds(kernel, z, sigma, b):
     z, sigma, b = jnp.broadcast_arrays(*(jnp.asarray(v, jnp.float64) for v in (z, sigma, b)))
     point = sigma <= 0
     sig = jnp.where(point, 1.0, sigma)
-    nodes = _inner_nodes(kernel, z, sig, b)
+    # the nodes are where the quadrature cuts, not a function it bounds: its derivative is taken at
+    # fixed nodes (the bound's own, as finite differences of it show; through the nodes' positions
+    # it was 5x off)
+    nodes = jax.lax.stop_gradient(_inner_nodes(kernel, z, sig, b))
     t0, t1 = nodes[..., :-1], nodes[..., 1:]
     m = 0.5 * (t0 + t1)
     zc, sc, bc = z[..., None], sig[..., None], b[..., None]
@@ -190,6 +197,7 @@ def log_density_bounds(kernel, z, sigma, b):
     slope = -jnp.sign(m) * kernel.log_density_decay(jnp.abs(m), bc)
     k0, k1 = kernel.log_density_curvature(jnp.abs(t0), bc), kernel.log_density_curvature(jnp.abs(t1), bc)
     k_min, k_max = jnp.minimum(k0, k1), jnp.maximum(k0, k1)
+    k_min = jnp.where(jnp.isfinite(k_min), k_min, 0.0)  # (∞ only on an empty cell at 0, p < 2: 0 is valid, κ ≥ 0, and keeps ∞·0 out)
     l_m, l_0, l_1 = ell(m), ell(t0), ell(t1)
 
     def rounding(t, value):  # of ℓ at t: 32 ulps of 1 + |ℓ|, and |ℓ'| times t's own ulps (a power of |t|/b)
@@ -257,50 +265,77 @@ def _tables(kernel, mu, sigma, b, ends):
     return dict(h=h, la=la, lc=lc, lm=line_mid, slope=line_slope, m_up=m_up, m_dn=m_dn, err=err)
 
 
-def hockey(kernel, mu, sigma, b, eps, symmetric):
-    """(upper bound, lower bound) of ∫ [p_i − e^ε p_j]_+ dy for one pair of Gaussian priors
-    N(μ_k, σ_k²) ⊛ g_b: ``mu``, ``sigma`` (2,), b > 0, ε scalars; the max over both orders where
-    ``symmetric`` (module docstring)."""
+def hockey(kernel, mu, sigma, lw_p, lw_q, b, eps, symmetric):
+    """(upper bound, lower bound) of ∫ [p − e^ε q]_+ dy for one pair of priors that are mixtures of
+    the n components N(μ_k, σ_k²) ⊛ g_b: ``mu``, ``sigma`` (n,), ``lw_p``, ``lw_q`` (n,) each prior's
+    log weights (−∞: a component it does not hold), b > 0, ε scalars; the max over both orders
+    where ``symmetric`` (module docstring: each component one "atom" of the enclosure)."""
     ends = _grid(kernel, mu, sigma, b)
     tables = functools.partial(_tables, kernel, mu, sigma, b)
     tab = tables(ends)
-    first = jnp.asarray([0.0, -jnp.inf])
-    orders = jnp.stack([jnp.stack([first, first[::-1]]), jnp.stack([first[::-1], first])])
+    orders = jnp.stack([jnp.stack([lw_p, lw_q]), jnp.stack([lw_q, lw_p])])
     coarse = jax.vmap(lambda lw: enclosure.cell_bounds(tab, lw[0], lw[1], eps))(orders)
     up, dn = jax.vmap(lambda c, lw: enclosure.refined(tables, eps, ends, c, lw[0], lw[1]))(coarse, orders)
-    # P's mass beyond the grid: ≤ P(|X − μ| > σ√(2R)) + P(|N| > b t(R)) on the two sides
+    # P's mass beyond the grid: ≤ P(|X − μ_k| > σ_k√(2R)) + P(|N| > b t(R)) on the two sides
     reach = kernel.decay_offsets(jnp.asarray(_REACH, jnp.float64))
     beyond = 2.0 * jnp.exp(log_ndtr(-math.sqrt(2.0 * _REACH))) + 2.0 * jnp.exp(kernel.log_sf(reach * b, b))
     up = jnp.minimum(up + beyond * (1.0 + 1e-6), 1.0)
     return jnp.where(symmetric, jnp.max(up), up[0]), jnp.where(symmetric, jnp.max(dn), dn[0])
 
 
-def gaussian_delta(kernel, d_mu, s1, s2, b, eps, symmetric, prior_delta, padded=False):
-    """The exact δ (its certified upper bound) per pair of Gaussian priors N(Δμ, σ_1²), N(0, σ_2²)
-    under the noise ``kernel`` at scale b, arrays of one batch shape; at b = 0 ``prior_delta`` (the
-    priors' own hockey-stick, as the other kernels' evaluators).
-
-    One pair at a time (``lax.map``: ~10⁶ kernel values each, so a vmapped batch gains little and
+def _per_pair(evaluate, kernel, lanes, padded):
+    """``evaluate(kernel, *lane)`` (a scalar) for each pair of the flat ``lanes`` (leading axis the pairs),
+    one pair at a time (``lax.map``: ~10⁶ kernel values each, so a vmapped batch gains little and
     holds them all in memory). ``padded`` (the calibration's search, which pads every batch to a
     multiple of 64 lanes with copies of its first pair and discards them): a pair identical to the
-    first is not evaluated again but given its value — and its derivatives, so they are the
-    first pair's (right for discarded padding, not for a caller's own repeated pairs). Each pair's evaluation is
-    rematerialised under differentiation (``jax.checkpoint``): the implicit gradient's
-    linearisation would otherwise keep every pair's intermediates at once (out of memory at 24 GiB
-    for one padded batch)."""
-    d_mu, s1, s2, b, eps = jnp.broadcast_arrays(d_mu, s1, s2, b, eps)
-    shape = d_mu.shape
-    sym = jnp.broadcast_to(symmetric, shape)
-    ok = b > 0
-    lanes = [v.reshape(-1) for v in (d_mu, s1, s2, jnp.where(ok, b, 1.0), eps, sym)]
-    copy = functools.reduce(jnp.logical_and, [v == v[0] for v in lanes]) & (jnp.arange(lanes[0].size) > 0) & padded
+    first is not evaluated again but given its value — and its derivatives, so they are the first
+    pair's (right for discarded padding, not for a caller's own repeated pairs). Each pair's
+    evaluation is rematerialised under differentiation (``jax.checkpoint``): the implicit
+    gradient's linearisation would otherwise keep every pair's intermediates at once (out of
+    memory at 24 GiB for one padded batch of Gaussian pairs). The kernel (its p may be traced) and
+    the lane are the checkpoint's operands: closing over them, forward-mode dδ/db came out 14 %
+    low inside a padded batch (the implicit gradient's; reverse mode and the values were right)."""
+    n = lanes[0].shape[0]
+    same = [jnp.all((v == v[:1]).reshape(n, -1), axis=1) for v in lanes]
+    copy = functools.reduce(jnp.logical_and, same) & (jnp.arange(n) > 0) & padded
 
     def one(args):
         *lane, skip = args
-        m, sa, sb, bb, e, y = lane
-        evaluate = jax.checkpoint(lambda: hockey(kernel, jnp.stack([m, jnp.zeros_like(m)]), jnp.stack([sa, sb]), bb, e, y)[0])
-        return jax.lax.cond(skip, lambda: jnp.zeros_like(bb), evaluate)
+        return jax.lax.cond(skip, lambda *_: jnp.zeros((), jnp.float64), jax.checkpoint(evaluate), kernel, *lane)
 
     noisy = jax.lax.map(one, (*lanes, copy))
-    noisy = jnp.where(copy, noisy[0], noisy).reshape(shape)
+    return jnp.where(copy, noisy[0], noisy)
+
+
+def gaussian_delta(kernel, d_mu, s1, s2, b, eps, symmetric, prior_delta, padded=False):
+    """The exact δ (its certified upper bound) per pair of Gaussian priors N(Δμ, σ_1²), N(0, σ_2²)
+    under the noise ``kernel`` at scale b, arrays of one batch shape; at b = 0 ``prior_delta`` (the
+    priors' own hockey-stick, as the other kernels' evaluators). ``padded``: :func:`_per_pair`."""
+    d_mu, s1, s2, b, eps = jnp.broadcast_arrays(d_mu, s1, s2, b, eps)
+    shape = d_mu.shape
+    ok = b > 0
+    one_atom = jnp.asarray([0.0, -jnp.inf])
+
+    def evaluate(kernel, m, sa, sb, bb, e, y):
+        return hockey(kernel, jnp.stack([m, jnp.zeros_like(m)]), jnp.stack([sa, sb]), one_atom, one_atom[::-1], bb, e, y)[0]
+
+    lanes = [v.reshape(-1) for v in (d_mu, s1, s2, jnp.where(ok, b, 1.0), eps, jnp.broadcast_to(symmetric, shape))]
+    noisy = _per_pair(evaluate, kernel, lanes, padded).reshape(shape)
     return jnp.where(ok, noisy, prior_delta(d_mu, s1, s2, eps, symmetric))
+
+
+def mixture_delta(kernel, first, second, b, eps, symmetric, padded=False):
+    """The exact δ (its certified upper bound) per pair of GaussianMixture priors under the noise
+    ``kernel`` at scale b > 0: ``first``, ``second`` = (weights, means, stds), each (n, k); b, ε
+    (n,). Every component is one atom of :func:`hockey` (log-concave: a Gaussian ⊛ a log-concave
+    kernel), the mixture its weighted sum. ``padded``: :func:`_per_pair`."""
+    n = first[0].shape[0]
+    b, eps, sym = (jnp.broadcast_to(v, (n,)) for v in (b, eps, symmetric))
+    absent = jnp.full(first[0].shape[1:], -jnp.inf)
+
+    def evaluate(kernel, alpha, mu_i, s_i, beta, mu_j, s_j, bb, e, y):
+        lw_p = jnp.concatenate([log_or_minus_inf(alpha), absent])
+        lw_q = jnp.concatenate([absent, log_or_minus_inf(beta)])
+        return hockey(kernel, jnp.concatenate([mu_i, mu_j]), jnp.concatenate([s_i, s_j]), lw_p, lw_q, bb, e, y)[0]
+
+    return _per_pair(evaluate, kernel, (*first, *second, b, eps, sym), padded)

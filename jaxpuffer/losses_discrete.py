@@ -69,7 +69,6 @@ from .couplings import quantile_masses, vmap_pairs
 from ._roots import cell_upper, log_or_minus_inf, newton_bracket
 from .noise import kernels, normal_mass
 
-EXACT_KERNELS = None  # the exact δ is built for every log-concave kernel (GG: losses_enclosure)
 _ULPS = 64
 _EPS64 = float(jnp.finfo(jnp.float64).eps)
 _GRID = 1024  # grid points for Gaussian noise

@@ -79,6 +79,7 @@ import jax.numpy as jnp
 from jax.nn import logsumexp, softmax
 from jax.scipy.special import ndtr
 
+from . import losses_convolved
 from ._roots import GRID_CORE, GRID_TAIL, NOISE_ULPS, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start, sign_floor
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, tail_normalized
@@ -620,12 +621,14 @@ def _with_atoms(first, second, eps, both, d12, d21):
     return jnp.minimum(d12, 1.0), jnp.minimum(d21, 1.0)
 
 
-def mixture_delta(level: str, noise: str, params, b, eps, symmetric):
+def mixture_delta(level: str, noise, params, b, eps, symmetric, padded=False):
     """δ per pair at level ``"coupling"`` or ``"exact"`` for flat batches of mixture pairs.
 
     ``params`` = (w, Δμ, Δσ, α, μ_i, σ_i, β, μ_j, σ_j): the plan and component differences on the
     (n, k, k) grid, then both mixtures (n, k). ``b`` > 0 and ``eps`` are (n,). Where the exact
     evaluation exceeds its budgets, the pair's δ is the plan's coupling bound (≥ δ, both orders).
+    The exact level under a kernel without closed-form component CDFs (not in ``EXACT_KERNELS``:
+    GG(p)) is :func:`jaxpuffer.losses_convolved.mixture_delta` (``padded`` its argument).
     """
     n = params[0].shape[0]
     b, eps = jnp.broadcast_to(b, (n,)), jnp.broadcast_to(eps, (n,))
@@ -633,6 +636,8 @@ def mixture_delta(level: str, noise: str, params, b, eps, symmetric):
     if level == "coupling":
         return bound()
     first, second = params[3:6], params[6:9]
+    if noise not in EXACT_KERNELS:
+        return losses_convolved.mixture_delta(noise, first, second, b, eps, symmetric, padded)
     d12, d21, resolved, _ = _exact_batch(first, second, b, eps, noise)
     # both are upper bounds: where the pools overflowed the coupling bound may be the tighter one
     fallback = jax.lax.cond(jnp.all(resolved), lambda: jnp.ones_like(d12), bound)

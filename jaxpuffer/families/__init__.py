@@ -5,9 +5,9 @@ A family is a small object answering, for flat batches of per-pair parameters (l
 pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
 
 * ``prior_type``, ``name``, ``levels`` — the prior class it handles, its name, and the numerical
-  levels of the ladder it has evaluators for;
-* ``exact_kernels`` — the names of the noise kernels its exact evaluator handles, or None for
-  every log-concave kernel (the other kernels stop at the coupling level);
+  levels of the ladder it has evaluators for (its exact evaluator, where it has one, handles
+  every kernel with an exact level: closed forms where they exist, certified enclosures for the
+  others, :mod:`jaxpuffer.losses_enclosure`, :mod:`jaxpuffer.losses_convolved`);
 * ``params(pairs, delta, tau)`` — the flat per-pair parameter tuple (validating ``pairs``);
 * ``theorem(pairs, params, eps, delta, tau)`` — the closed-form level, per pair;
 * ``theorem_delta(params, b, eps)`` — the δ that closed form certifies at scale b, per pair (its
@@ -29,8 +29,8 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   batch size (mixtures: ~1 ms per pair), so that the search re-batches its unfinished pairs after
   every evaluation (:func:`jaxpuffer.calibration._solve_concrete`);
 * ``opt_in_exact`` — the kernels (names) whose exact evaluator for this family is costly enough
-  to be asked for rather than taken by default (Gaussian priors under GG noise: a nested certified
-  quadrature, :mod:`jaxpuffer.losses_convolved`): :func:`exact_by_default` is False for them, so
+  to be asked for rather than taken by default (Gaussian and mixture priors under GG noise: a
+  nested certified quadrature, :mod:`jaxpuffer.losses_convolved`): :func:`exact_by_default` is False for them, so
   ``calibrate`` defaults to the coupling level and certifies with it, and an exact-level search
   compacts as for ``costly_exact``;
 * ``prune_bound(noise, params, b, eps, symmetric)`` — a cheap per-pair upper bound on the exact δ
@@ -53,7 +53,6 @@ class PriorFamily(Protocol):
     levels: tuple
     pure_eps: bool
     costly_exact: bool
-    exact_kernels: tuple | None
     opt_in_exact: tuple
 
     def params(self, pairs, delta, tau) -> tuple: ...
@@ -78,9 +77,8 @@ def register(family):
 
 
 def has_exact(family, kernel) -> bool:
-    """Whether the exact level exists for ``family`` with the noise ``kernel`` (both have it, and the
-    family's exact evaluator handles that kernel)."""
-    return "exact" in family.levels and "exact" in kernel.levels and (family.exact_kernels is None or kernel.name in family.exact_kernels)
+    """Whether the exact level exists for ``family`` with the noise ``kernel`` (both have it)."""
+    return "exact" in family.levels and "exact" in kernel.levels
 
 
 def exact_by_default(family, kernel) -> bool:

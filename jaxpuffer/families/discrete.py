@@ -6,7 +6,6 @@ import jax.numpy as jnp
 
 from .. import kantorovich
 from ..kantorovich import THEOREM3_CONSTANTS
-from .. import losses_discrete
 from ..losses_discrete import discrete_delta
 from ..priors import Discrete, log_mgf
 from . import register
@@ -17,7 +16,6 @@ class DiscreteFamily:
     name = "discrete"
     prior_type = Discrete
     levels = ("coupling", "exact")
-    exact_kernels = losses_discrete.EXACT_KERNELS
     pure_eps = True
     costly_exact = False  # ~25 µs per pair and evaluation (4,096 random pairs, Laplace noise)
     opt_in_exact = ()

@@ -7,7 +7,6 @@ import jax
 import jax.numpy as jnp
 
 from ..bounds import _gaussian_pairs, pure_scale, theorem1_scale
-from .. import losses
 from ..losses import pair_delta, prior_delta, theorem_delta
 from ..priors import Gaussian
 from ..tau import tau_star_unchecked
@@ -31,7 +30,6 @@ class GaussianFamily:
     name = "gaussian"
     prior_type = Gaussian
     levels = ("indicator", "coupling", "exact")
-    exact_kernels = losses.EXACT_KERNELS
     pure_eps = True
     costly_exact = False  # closed forms (Gaussian noise) or a few roots per pair (Laplace)
     opt_in_exact = ("generalized_gaussian",)  # ~0.3 s per pair and evaluation (losses_convolved)

@@ -326,7 +326,7 @@ class GeneralizedGaussian(_Kernel):
 
     p: Any
     name: ClassVar[str] = "generalized_gaussian"
-    levels: ClassVar[tuple] = ("coupling", "exact")  # exact: Discrete priors (losses_enclosure)
+    levels: ClassVar[tuple] = ("coupling", "exact")  # exact: losses_enclosure (Discrete), losses_convolved (Gaussian, mixture)
     shape_names: ClassVar[tuple] = ("p",)
 
     def __post_init__(self):
@@ -349,18 +349,26 @@ class GeneralizedGaussian(_Kernel):
         return jnp.square(b) * jnp.exp(gammaln(3.0 / self.p) - gammaln(1.0 / self.p))
 
     def log_density_decay(self, t, b):
-        """p t^{p−1}/b^p (at t = 0: 1/b for p = 1, 0 for p > 1)."""
+        """p t^{p−1}/b^p (at t = 0: 1/b for p = 1, 0 for p > 1). The power is taken only at t > 0, so
+        that no derivative at t = 0 is 0·∞ (traced p: (p − 1) 0^{p−2})."""
         p = self.p
-        return p * (t / b) ** (p - 1.0) / b
+        x = t / b
+        positive = x > 0
+        at_zero = jnp.where(p == 1.0, 1.0 / b, 0.0)
+        return jnp.where(positive, p * jnp.where(positive, x, 1.0) ** (p - 1.0) / b, at_zero)
 
     def decay_offsets(self, levels):
         return levels ** (1.0 / self.p)
 
     def log_density_curvature(self, t, b):
         """p(p − 1) t^{p−2}/b^p: decreasing in t for p < 2 (∞ at 0), increasing for p > 2, 0 for
-        p = 1 (the Laplace kernel, also at t = 0)."""
+        p = 1 (the Laplace kernel, also at t = 0). The values at t = 0 are constants (∞, 2/b², 0),
+        the power taken only at t > 0: no derivative is 0·∞ (a traced p = 2 has 0·0^{−1})."""
         p = self.p
-        value = p * (p - 1.0) * (t / b) ** (p - 2.0) / jnp.square(b)
+        x = t / b
+        positive = x > 0
+        at_zero = jnp.where(p < 2.0, jnp.inf, jnp.where(p == 2.0, 2.0 / jnp.square(b), 0.0))
+        value = jnp.where(positive, p * (p - 1.0) * jnp.where(positive, x, 1.0) ** (p - 2.0) / jnp.square(b), at_zero)
         return jnp.where(p == 1.0, 0.0, value)
 
     def shift_delta(self, w, b, eps):
