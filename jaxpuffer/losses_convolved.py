@@ -293,8 +293,10 @@ def _per_pair(evaluate, kernel, lanes, padded):
     evaluation is rematerialised under differentiation (``jax.checkpoint``): the implicit
     gradient's linearisation would otherwise keep every pair's intermediates at once (out of
     memory at 24 GiB for one padded batch of Gaussian pairs). The kernel (its p may be traced) and
-    the lane are the checkpoint's operands: closing over them, forward-mode dδ/db came out 14 %
-    low inside a padded batch (the implicit gradient's; reverse mode and the values were right)."""
+    the lane are the checkpoint's operands rather than closed over. Known defect: under a traced p,
+    forward-mode dδ/db over a batch of lanes is 14 % low (with or without the checkpoint, the cond
+    or lax.map; one pair outside a batch, reverse mode and a concrete p are right), so
+    :func:`jaxpuffer.calibration._derivative_unverified` makes a calibrated scale's derivative NaN."""
     n = lanes[0].shape[0]
     same = [jnp.all((v == v[:1]).reshape(n, -1), axis=1) for v in lanes]
     copy = functools.reduce(jnp.logical_and, same) & (jnp.arange(n) > 0) & padded
