@@ -262,7 +262,7 @@ class _SearchState(NamedTuple):
     log_lo: Any  # verified infeasible (or the initial floor)
     log_hi: Any  # feasible once hi_ok
     hi_ok: Any
-    b_hi: Any  # the scale evaluated at log_hi (returned as is: it is the one verified)
+    b_hi: Any  # the scale evaluated at log_hi (returned as is: it is the one verified; NaN until one is)
     opt_state: Any
     it: Any  # evaluations spent
     done: Any
@@ -382,7 +382,7 @@ def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
         u0 = jnp.where(proven, log_lo0 + 0.5 * math.log1p(cfg.rtol), u0)
     n = u0.shape
     return _SearchState(
-        u=u0, log_lo=log_lo0, log_hi=log_hi0, hi_ok=jnp.zeros(n, bool), b_hi=hi0, opt_state=_TRANSFORM.init(u0),
+        u=u0, log_lo=log_lo0, log_hi=log_hi0, hi_ok=jnp.zeros(n, bool), b_hi=jnp.full(n, jnp.nan), opt_state=_TRANSFORM.init(u0),
         it=jnp.zeros(n, int), done=zero_ok, width_ref=jnp.full(n, jnp.inf), points=jnp.full(n + (2, 3), jnp.nan),
         zero_at=pure, seen_zero=jnp.zeros(n, bool), log_cap=log_hi0 + _MAX_DOUBLINGS * math.log(2.0),
         streak=jnp.zeros(n, int), last_feasible=jnp.zeros(n, bool), modeled=jnp.zeros(n, bool),
@@ -495,7 +495,9 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
 
 
 def _search_result(state: _SearchState, rtol: float):
-    """(b, converged, iterations) per pair: b = hi (0 where no noise is needed)."""
+    """(b, converged, iterations) per pair: b = hi (0 where no noise is needed), NaN where no scale
+    was evaluated feasible (the start's upper end is a guess for most kernels: Theorem 1's (5) is a
+    bound for Laplace noise only)."""
     zero_ok = state.done & (state.it == 0)
     closed = state.hi_ok & ((state.log_hi - state.log_lo) <= math.log1p(rtol))
     b = jnp.where(zero_ok, 0.0, state.b_hi)
@@ -558,10 +560,10 @@ def _touched(tangents):
 
 def _derivative_unverified(cfg) -> bool:
     """The opt-in exact evaluators (Gaussian and mixture priors under GG noise,
-    :mod:`jaxpuffer.losses_convolved`): their forward-mode dδ/db, which the implicit derivative
-    needs, came out 14 % low under a traced p inside a batch (-1.457e-5 where finite differences,
-    reverse mode and the same evaluator with a concrete p give -1.689e-5), so a calibrated scale's
-    derivative would be a plausible wrong number. NaN instead, until that is found."""
+    :mod:`jaxpuffer.losses_convolved`): the derivatives of their δ, which the implicit derivative
+    needs, depend on how XLA compiles the program (with FMA, some programs give dδ/db 14 % low;
+    :func:`jaxpuffer.losses_convolved._per_pair`), so a calibrated scale's derivative would be a
+    plausible wrong number. NaN instead, until that is found."""
     return cfg.level == "exact" and not families.exact_by_default(families.get(cfg.family), kernels.resolve(cfg.noise))
 
 
@@ -877,7 +879,8 @@ def calibrate(
       rtol: relative width at which a per-pair bracket counts as closed.
       max_iter: cap on δ evaluations per pair; the optax solver bisects over the last 48 of them,
         so ``converged`` is False only where even a verified bracket could not be closed (a δ
-        target no scale below 2⁸⁰ times Theorem 1's reaches, or too small a ``max_iter``).
+        target no scale below 2⁸⁰ times Theorem 1's reaches, or too small a ``max_iter``); such a
+        pair's scale is its last verified upper end, NaN if none was (never an unverified guess).
       chunk_size: pairs per compiled batch (bounded memory), None for one batch. Closed forms and
         the coupling level give bit-identical answers for any chunking; at the exact level XLA may
         round one δ evaluation by an ulp differently in another batch shape, which can flip a
@@ -1018,8 +1021,8 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
         if converged is False:
             warnings.warn(
                 f"calibrate: the {solver} search did not close every bracket within max_iter={max_iter}; "
-                "per_pair holds the last upper ends, which may be neither tight nor verified "
-                "(converged=False). Raise max_iter.",
+                "per_pair holds the last verified upper ends, not tight, and NaN where no scale was "
+                "verified (converged=False). Raise max_iter.",
                 RuntimeWarning,
                 stacklevel=3,
             )
@@ -1060,9 +1063,10 @@ def _conclude(run: _Run) -> Calibration:
         every_converged, every_iterations = _parallel.gather_tree((np.bool_(converged), np.int64(iterations)))
         converged, iterations = bool(every_converged.all()), int(every_iterations.max())
     scale = jnp.max(per_lane, axis=1)
-    if _validate.is_concrete(scale) and bool(jnp.any(jnp.isnan(scale))):
+    # (a search that did not converge leaves NaN where it verified no scale, and has said so)
+    if converged is not False and _validate.is_concrete(scale) and bool(jnp.any(jnp.isnan(scale))):
         raise ValueError("the calibrated scale is NaN: an input is invalid (a prior built around its validation?)")
-    if _validate.is_concrete(scale) and not bool(jnp.all(scale <= _validate.RESULT_MAX)):
+    if _validate.is_concrete(scale) and bool(jnp.any(scale > _validate.RESULT_MAX)):
         raise ValueError(
             f"the calibrated scale {float(jnp.max(scale))!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
             "eps is too small for these priors"

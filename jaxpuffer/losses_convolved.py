@@ -293,9 +293,12 @@ def _per_pair(evaluate, kernel, lanes, padded):
     evaluation is rematerialised under differentiation (``jax.checkpoint``): the implicit
     gradient's linearisation would otherwise keep every pair's intermediates at once (out of
     memory at 24 GiB for one padded batch of Gaussian pairs). The kernel (its p may be traced) and
-    the lane are the checkpoint's operands rather than closed over. Known defect: under a traced p,
-    forward-mode dδ/db over a batch of lanes is 14 % low (with or without the checkpoint, the cond
-    or lax.map; one pair outside a batch, reverse mode and a concrete p are right), so
+    the lane are the checkpoint's operands rather than closed over. Known defect: the derivative of
+    δ depends on how XLA compiles the program. With values bit for bit the same, a few refined
+    cells of :func:`losses_enclosure.refined` get tangents up to 50x off in some programs (dδ/db
+    −1.458e-5 against −1.689e-5 for N(−1, 1) vs N(0, 4), GG(2), b = 9.398, ε = 1; changing the
+    b lane from ``where(b > 0, b, 1)`` to ``b`` alone gives the right value), and right ones in
+    every program compiled without FMA (``--xla_cpu_max_isa=AVX``). So
     :func:`jaxpuffer.calibration._derivative_unverified` makes a calibrated scale's derivative NaN."""
     n = lanes[0].shape[0]
     same = [jnp.all((v == v[:1]).reshape(n, -1), axis=1) for v in lanes]
