@@ -1083,6 +1083,7 @@ def _conclude(run: _Run) -> Calibration:
                                         level=run.certified, mesh=run.mesh, search=run.search)
         if across:
             achieved = _parallel.gather_tree(np.asarray(achieved)).max(axis=0)
+        achieved = jnp.where(jnp.isnan(scale), jnp.nan, achieved)  # (no scale verified: nothing to certify)
     binding = _binding(per_lane, batch_shape, sweep)
     concrete = all(_validate.is_concrete(v) for v in (scale, run.eps, run.delta))
     binding_pair = None

@@ -520,8 +520,9 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         under ``GeneralizedGaussian(p)`` the same certified quadrature, each component one atom
         (~1.7 s per 2-component pair).
       weights: GaussianMixture pairs only: the :class:`jaxpuffer.couplings.ComponentPlan` whose
-        coupling bound (24) stands in (≥ δ) where the crossing search exceeds its budget
-        (default: ``jp.gmm_coupling(pairs, cost="w2")``).
+        coupling bound (24), also ≥ δ, is taken where it is lower: where the crossing search
+        exceeds its budget or a piece's sign is not proven (Laplace and Gaussian noise), and
+        everywhere under ``GeneralizedGaussian(p)`` (default: ``jp.gmm_coupling(pairs, cost="w2")``).
     """
     if _is_mixture(pairs):
         return _mixture_public("exact", pairs, scale, eps, noise, weights)

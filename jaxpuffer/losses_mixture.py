@@ -56,8 +56,11 @@ The 16 unproven pieces holding the most are split into 16 subpieces each and bou
 same rules (the least of the two bounds is kept): the bounds' gaps shrink with the width squared,
 and a slope bound with the width. So no piece's sign pattern is assumed: a missed crossing or
 extremum (a pool that overflowed, a cell with two hidden extrema) costs tightness, not soundness.
-The pools' overflow is reported (``resolved``); there the pair takes the smaller of this
-bound and the coupling bound. Diagnostics (unproven pieces per order, pieces subdivided, subpieces
+The pools' overflow is reported (``resolved``). A pair with an unproven piece or an overflowed pool
+takes the smaller of this bound and the plan's coupling bound (24), also ≥ δ: the tighter one where
+the pools overflowed, and where the priors nearly agree at small ε (N(−1, .5²)/N(1, 1) halves vs the same with −1 + 5e-4, ε = 0.002,
+Laplace b = 1.41: this sum 2.4e-5, the coupling bound 2.3e-13, the truth 0 to the harness's
+reference). Diagnostics (unproven pieces per order, pieces subdivided, subpieces
 still unproven, pieces) are returned by :func:`_exact_batch`.
 
 **Batches.** Each pass is one function of one pair, vmapped over a batch. The subdivision pass
@@ -626,9 +629,11 @@ def mixture_delta(level: str, noise, params, b, eps, symmetric, padded=False):
 
     ``params`` = (w, Δμ, Δσ, α, μ_i, σ_i, β, μ_j, σ_j): the plan and component differences on the
     (n, k, k) grid, then both mixtures (n, k). ``b`` > 0 and ``eps`` are (n,). Where the exact
-    evaluation exceeds its budgets, the pair's δ is the plan's coupling bound (≥ δ, both orders).
+    δ is the lower of the exact evaluation and, where a piece's sign was not proven or a pool
+    overflowed, the plan's coupling bound (both ≥ δ, both orders).
     The exact level under a kernel without closed-form component CDFs (not in ``EXACT_KERNELS``:
-    GG(p)) is :func:`jaxpuffer.losses_convolved.mixture_delta` (``padded`` its argument).
+    GG(p)) is the lower of :func:`jaxpuffer.losses_convolved.mixture_delta` (``padded`` its
+    argument) and the plan's coupling bound.
     """
     n = params[0].shape[0]
     b, eps = jnp.broadcast_to(b, (n,)), jnp.broadcast_to(eps, (n,))
@@ -637,11 +642,18 @@ def mixture_delta(level: str, noise, params, b, eps, symmetric, padded=False):
         return bound()
     first, second = params[3:6], params[6:9]
     if noise not in EXACT_KERNELS:
-        return losses_convolved.mixture_delta(noise, first, second, b, eps, symmetric, padded)
-    d12, d21, resolved, _ = _exact_batch(first, second, b, eps, noise)
-    # both are upper bounds: where the pools overflowed the coupling bound may be the tighter one
-    fallback = jax.lax.cond(jnp.all(resolved), lambda: jnp.ones_like(d12), bound)
-    d12, d21 = jnp.where(resolved, d12, jnp.minimum(d12, fallback)), jnp.where(resolved, d21, jnp.minimum(d21, fallback))
+        # both upper bounds of δ: the enclosure has a floor (~1e-6 where the priors nearly agree at
+        # small ε), below which only the plan's coupling bound reaches
+        return jnp.minimum(losses_convolved.mixture_delta(noise, first, second, b, eps, symmetric, padded), bound())
+    d12, d21, resolved, (unproven, *_) = _exact_batch(first, second, b, eps, noise)
+    # both are upper bounds. Where every piece's sign was proven the sum is δ to rounding; where the
+    # pools overflowed, or a piece's sign was not proven (the priors nearly agree at small ε: the
+    # unproven pieces' sup bounds, each loose by a curvature term, add up to ~1e-5 where δ is
+    # ~1e-13), the coupling bound may be the tighter one. It is computed on those pairs only (with
+    # Gaussian noise, every pair's costs as much as the exact evaluation)
+    loose = ~resolved | jnp.any(unproven > 0, axis=1)
+    fallback = _on_lanes(partial(mixture_coupling, noise=noise), loose, jnp.ones_like(d12), *params[:3], b, eps)
+    d12, d21 = jnp.minimum(d12, fallback), jnp.minimum(d21, fallback)
     return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
 
 

@@ -441,6 +441,19 @@ def test_mixture_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level()
     gg2 = np.asarray(jp.delta_exact(pairs, scales, EPS, noise=GeneralizedGaussian(2.0)))
     gauss = np.asarray(jp.delta_exact(pairs, scales / np.sqrt(2), EPS, noise="gaussian"))
     assert np.all(gg2 >= gauss) and np.all(gg2 <= gauss * (1 + 5e-4)), gg2 / gauss - 1
+    # priors that nearly agree, at small ε: the enclosure's floor (1.1e-8 at b = 7.4 with GG(3),
+    # far above the truth) is not the level's δ; the plan's coupling bound, also ≥ δ, is (without
+    # it calibrate found no feasible scale at δ = 1e-20 and returned NaN after 300 s). The truth:
+    # the harness's independent reference (Gaussian noise at θ = b/√2, both orders)
+    from adversarial.reference import exact_delta
+
+    second_near = ([0.5, 0.5], [-1.0 + 5e-4, 1.0], [0.5, 1.0])
+    near = jp.PairSet(jp.GaussianMixture(*map(jnp.array, first)), jp.GaussianMixture(*map(jnp.array, second_near)))
+    tiny_eps = 0.002
+    gg2 = np.asarray(jp.delta_exact(near, scales, tiny_eps, noise=GeneralizedGaussian(2.0)))
+    truth = [max(exact_delta(u, v, s / np.sqrt(2), tiny_eps, "gaussian") for u, v in ((first, second_near), (second_near, first))) for s in np.asarray(scales)]
+    bound = np.asarray(jp.delta_coupling(near, scales, tiny_eps, noise=GeneralizedGaussian(2.0)))
+    assert np.all(gg2 >= truth) and np.all(gg2 <= bound) and gg2[-1] < 1e-9, (gg2, truth, bound)
     result = jp.calibrate(pairs, EPS, DELTA, noise=GeneralizedGaussian(3.0), level="exact")
     b = float(result.scale)
     assert result.level == "exact" and result.converged and result.delta_achieved <= DELTA

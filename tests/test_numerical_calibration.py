@@ -268,6 +268,8 @@ def test_not_converging_is_reported():
     b = np.asarray(res.per_pair)
     verified = np.isfinite(b)
     assert not verified.all() and np.isnan(b[~verified]).all()
+    # and nothing is certified for it: the certificate of a NaN scale is NaN (it read 0.0)
+    assert np.isnan(res.scale) and np.isnan(res.delta_achieved)
     assert np.all(np.asarray(jp.delta_exact(pairs, np.where(verified, b, 1.0), 1.0))[verified] <= 1e-6)
 
 
