@@ -407,7 +407,9 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric, padded=F
             # small: 1.2e-6 against a true 2.2e-10 for N(0.0704, 1.124²) vs N(0.0708, 1.124²), GG(6.2),
             # ε = 0.0019, which no scale took below a target of 1.9e-24)
             enclosed = losses_convolved.gaussian_delta(noise, d_mu, s1, s2, b, eps, symmetric, prior_delta, padded)
-            return jnp.where(b > 0, jnp.minimum(enclosed, pair_delta("coupling", noise, d_mu, s1, s2, b, eps, symmetric)), enclosed)
+            ok = b > 0  # (the coupling bound at b = 0 is NaN, and its derivative would reach the selected branch's)
+            bound = pair_delta("coupling", noise, d_mu, s1, s2, jnp.where(ok, b, 1.0), eps, symmetric)
+            return jnp.where(ok, jnp.minimum(enclosed, bound), enclosed)
         return jnp.where(symmetric, jnp.maximum(d12, d21), d12)
     d_sigma = s1 - s2
     if level == "coupling":
