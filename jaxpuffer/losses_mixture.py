@@ -58,9 +58,9 @@ and a slope bound with the width. So no piece's sign pattern is assumed: a misse
 extremum (a pool that overflowed, a cell with two hidden extrema) costs tightness, not soundness.
 The pools' overflow is reported (``resolved``). A pair with an unproven piece or an overflowed pool
 takes the smaller of this bound and the plan's coupling bound (24), also ≥ δ: the tighter one where
-the pools overflowed, and where the priors nearly agree at small ε (N(−1, .5²)/N(1, 1) halves vs the same with −1 + 5e-4, ε = 0.002,
-Laplace b = 1.41: this sum 2.4e-5, the coupling bound 2.3e-13, the truth 0 to the harness's
-reference). Diagnostics (unproven pieces per order, pieces subdivided, subpieces
+the pools overflowed, and where the priors nearly agree at small ε (halves N(−1, .5²), N(1, 1) vs
+the same with −1 + 5e-4, ε = 0.002, scale 1.41: this sum 3.3e-5 with Gaussian noise, 2.4e-5 with
+Laplace noise; the coupling bound 2.3e-13 and 0; the truth 0 to the harness's reference). Diagnostics (unproven pieces per order, pieces subdivided, subpieces
 still unproven, pieces) are returned by :func:`_exact_batch`.
 
 **Batches.** Each pass is one function of one pair, vmapped over a batch. The subdivision pass
@@ -628,7 +628,7 @@ def mixture_delta(level: str, noise, params, b, eps, symmetric, padded=False):
     """δ per pair at level ``"coupling"`` or ``"exact"`` for flat batches of mixture pairs.
 
     ``params`` = (w, Δμ, Δσ, α, μ_i, σ_i, β, μ_j, σ_j): the plan and component differences on the
-    (n, k, k) grid, then both mixtures (n, k). ``b`` > 0 and ``eps`` are (n,). Where the exact
+    (n, k, k) grid, then both mixtures (n, k). ``b`` > 0 and ``eps`` are (n,). The exact level's
     δ is the lower of the exact evaluation and, where a piece's sign was not proven or a pool
     overflowed, the plan's coupling bound (both ≥ δ, both orders).
     The exact level under a kernel without closed-form component CDFs (not in ``EXACT_KERNELS``:
