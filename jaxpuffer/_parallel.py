@@ -147,3 +147,28 @@ def gather_tree(tree):
     """Every process's ``tree`` (same structure and shapes everywhere), stacked on a new leading axis."""
     return jax.tree_util.tree_map(np.asarray, multihost_utils.process_allgather(tree))
 
+
+
+def on_lanes(fun, need, default, *args, rounds: int = 8):
+    """``fun`` (a function of per-lane ``args``, arrays whose leading axis is the lanes) on the
+    lanes where ``need``, ``default`` elsewhere (pytrees of per-lane arrays): the lanes that need
+    it are gathered ⌈n/``rounds``⌉ at a time, in as many rounds as they fill (at most ``rounds``;
+    a round with none left is skipped), so the cost follows the number of such lanes and ``fun``
+    is traced and compiled once (the mixture evaluator's subdivision pass and coupling fallback;
+    the Newton brackets of Gaussian pairs under Laplace noise). Differentiable in both modes (a
+    ``lax.scan`` of ``lax.cond``s); under an outer ``vmap`` the conds become selects and every
+    round runs."""
+    n = need.shape[0]
+    cap = max(1, -(-n // rounds))
+    order = jnp.nonzero(need, size=n, fill_value=n)[0]  # the lanes that need it first; n: none
+    count = jnp.sum(need)
+
+    def one_round(acc, start):
+        def compute(acc):
+            idx = jax.lax.dynamic_slice(order, (start,), (cap,))
+            out = fun(*jax.tree.map(lambda a: a[jnp.minimum(idx, n - 1)], args))
+            return jax.tree.map(lambda d, o: d.at[idx].set(o, mode="drop"), acc, out)
+
+        return jax.lax.cond(start < count, compute, lambda acc: acc, acc), None
+
+    return jax.lax.scan(one_round, default, jnp.arange(0, n, cap))[0]

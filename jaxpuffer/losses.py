@@ -38,7 +38,13 @@ rounding error of its CDF differences: the value returned never falls below the 
 than round-off of round-off, so calibrating to it errs on the safe side. The crossings are
 computed under ``stop_gradient``: the integrand vanishes there, so by the envelope theorem the
 derivative of δ with respect to b, ε and the prior parameters is exact without differentiating
-the search.
+the search. A batch is evaluated in stages (:func:`_laplace_brackets`): the grid per pair, then
+the loops (Illinois, Newton with its probes, bisection) and the CDFs at the crossing points on
+the lanes that use them only, gathered across the batch (:func:`jaxpuffer._parallel.on_lanes`):
+a Gaussian pair has 0–4 crossings of its 2·(_ROOTS + 2·_PEAKS) = 12 lanes and rarely a peak
+candidate, so every lane computed was most of the cost (10⁴ ``bench_calibrate`` pairs: value with
+its b-derivative 360 → 220 ms; ``calibrate`` at (1, 1e-6) ~1.35x faster than the evaluator before
+the certificate, which it had made 0.65x).
 
 Gaussian noise (MATH.md §7): Y | s ~ N(μ, σ² + θ²), and the set {g_i > e^ε g_j} is where a
 quadratic is positive, so δ is a closed-form sum of Φ-differences.
@@ -54,6 +60,7 @@ from jax.scipy.special import ndtr
 
 from . import _validate, losses_convolved
 from ._cache import ExportedJit
+from ._parallel import on_lanes
 from .bounds import _gaussian_pairs
 from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, bisect_widest, crossing_start, newton_bracket, quadratic_start, sign_floor
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
@@ -169,26 +176,26 @@ def prior_delta(d_mu, s1, s2, eps, symmetric):
 # ----------------------------------------------------------------------------- Laplace noise
 
 
-def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
-    """(δ for order 1→2, δ for order 2→1, resolved) for one Gaussian pair under Laplace(b).
+_SIGNS = (1.0, -1.0)  # order 1→2: f = r − ε; order 2→1: f = −r − ε
 
-    See the module docstring; ``resolved`` is False where more crossings or hidden peaks were
-    found than the fixed budget, in which case that order's δ is the L1 coupling bound (≥ δ).
-    """
-    m1_, s1_, m2_, s2_, b_, eps_ = (jax.lax.stop_gradient(t) for t in (m1, s1, m2, s2, b, eps))
-    y = merge_sorted(merge_sorted(m1_ + s1_ * _CORE, m2_ + s2_ * _CORE), merge_sorted(m1_ + b_ * _TAIL, m2_ + b_ * _TAIL))
 
-    def ratio(x):  # log p1 − log p2, its slope, and the size of the terms behind it
-        return laplace_log_ratio(x, m1_, s1_, m2_, s2_, b_)
+def _lane_f(x, sgn, m1, s1, m2, s2, b, eps):
+    """f = sgn·r − ε and its slope at x, elementwise over lanes (a lane: one bracket of one pair)."""
+    value, slope, _ = laplace_log_ratio(x, m1, s1, m2, s2, b)
+    return sgn * value - eps, sgn * slope
 
-    r, dr, size = laplace_log_ratio(y, m1_, s1_, m2_, s2_, b_, separate=True)
-    signs = jnp.array([1.0, -1.0])  # order 1→2: f = r − ε; order 2→1: f = −r − ε
-    f = signs[:, None] * r[None, :] - eps_
+
+def _grid_stage(m1, s1, m2, s2, b, eps):
+    """One pair (constants): the signs of f on the grid, its crossings and peak candidates."""
+    y = merge_sorted(merge_sorted(m1 + s1 * _CORE, m2 + s2 * _CORE), merge_sorted(m1 + b * _TAIL, m2 + b * _TAIL))
+    r, dr, size = laplace_log_ratio(y, m1, s1, m2, s2, b, separate=True)
+    signs = jnp.array(_SIGNS)
+    f = signs[:, None] * r[None, :] - eps
     df = signs[:, None] * dr[None, :]
     # below this floor the sign of r − ε is rounding noise (it matters where the tail limit of r
     # equals ε, i.e. at b_pure). Such points count as non-positive, and δ is raised by the floor
     # (a region with 0 < r − ε ≤ floor contributes at most floor).
-    floor = sign_floor(size, eps_)
+    floor = sign_floor(size, eps)
     pos = f > floor[None, :]
     slack = jnp.where(jnp.any(jnp.abs(f) <= floor[None, :], axis=1), jnp.max(floor), 0.0)
 
@@ -196,89 +203,155 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
     cross_idx, cross_ok = first_true(pos[:, :-1] != pos[:, 1:], _ROOTS)
     # a peak candidate: the slope turns from + to − (beyond rounding noise, which flips its sign
     # where r is flat in the tails), both ends ≤ 0, and |r'| ≤ 2/b lets the cell's max exceed 0
-    slope_floor = 1e-9 / b_
-    reach = 0.5 * (f[:, :-1] + f[:, 1:] + 2.0 * (y[1:] - y[:-1]) / b_)
+    slope_floor = 1e-9 / b
+    reach = 0.5 * (f[:, :-1] + f[:, 1:] + 2.0 * (y[1:] - y[:-1]) / b)
     peak_cells = (df[:, :-1] > slope_floor) & (df[:, 1:] < -slope_floor) & ~pos[:, :-1] & ~pos[:, 1:] & (reach > -floor[None, 1:])
     peak_idx, peak_ok = first_true(peak_cells, _PEAKS)
     n_cross = jnp.sum(pos[:, :-1] != pos[:, 1:], axis=1)
     resolved = (n_cross <= _ROOTS) & (jnp.sum(peak_cells, axis=1) <= _PEAKS)
 
-    sign_p = jnp.repeat(signs, _PEAKS)
-    pa, pc = y[peak_idx].reshape(-1), y[peak_idx + 1].reshape(-1)
-    peak_at = illinois(
-        lambda x: sign_p * ratio(x)[1], pa, pc, df[:, :-1][jnp.arange(2)[:, None], peak_idx].reshape(-1),
-        df[:, 1:][jnp.arange(2)[:, None], peak_idx].reshape(-1), _PEAK_STEPS,
+    rows = jnp.arange(2)[:, None]
+
+    def at(v, idx):
+        return v[rows, idx].reshape(-1)
+
+    ca, cc = y[cross_idx].reshape(-1), y[cross_idx + 1].reshape(-1)
+    fa_c, fc_c = at(f, cross_idx), at(f, cross_idx + 1)
+    # a quadratic from the end nearer 0 for grid crossings (a grid point can sit on a near-tangent peak)
+    start_c = crossing_start(ca, fa_c, at(df, cross_idx), cc, fc_c, at(df, cross_idx + 1))
+    return dict(
+        y0=y[0], pos_first=pos[:, 0], pos_last=pos[:, -1], floor=jnp.max(floor), slack=slack, resolved=resolved,
+        ca=ca, cc=cc, fa_c=fa_c, fc_c=fc_c, start_c=start_c, cross_ok=cross_ok.reshape(-1),
+        pa=y[peak_idx].reshape(-1), pc=y[peak_idx + 1].reshape(-1), fa_p=at(f, peak_idx), fc_p=at(f, peak_idx + 1),
+        dfa_p=at(df, peak_idx), dfc_p=at(df, peak_idx + 1), peak_ok=peak_ok.reshape(-1),
     )
-    peak_r, _, peak_size = ratio(peak_at)
-    peak_val = sign_p * peak_r - eps_
-    hidden = peak_ok.reshape(-1) & (peak_val > 0)
+
+
+def _bracket_stage(g, peak_at, m1, s1, m2, s2, b, eps):
+    """One pair (constants): the value of f at its located peaks, and every bracket of both
+    orders for one Newton loop — grid crossings, then the flanks of hidden peaks — with their
+    first points (the vertex parabola for a peak's flanks: from regula falsi's start such flanks
+    are out of 8 Newton steps' reach)."""
+    sign_p = jnp.repeat(jnp.array(_SIGNS), _PEAKS)
+    peak_r, _, peak_size = laplace_log_ratio(peak_at, m1, s1, m2, s2, b)
+    peak_val = sign_p * peak_r - eps
+    hidden = g["peak_ok"] & (peak_val > 0)
     # a peak within the floor of 0 (a near-tangency at rounding level, e.g. where δ(b) vanishes
     # at a small ε) may truly rise above 0 however it evaluated: the floor's slack, as for a grid
     # point (harness seed 103: sup f = 2e-15 at the returned b, evaluated ≤ 0; true δ 1.4e-26
     # against a target of 1.3e-27)
-    peak_floor = sign_floor(peak_size, eps_)
-    near_zero = (peak_ok.reshape(-1) & (jnp.abs(peak_val) <= peak_floor)).reshape(2, _PEAKS)
-    slack = jnp.maximum(slack, jnp.where(jnp.any(near_zero, axis=1), jnp.maximum(jnp.max(floor), jnp.max(peak_floor)), 0.0))
+    peak_floor = sign_floor(peak_size, eps)
+    near_zero = (g["peak_ok"] & (jnp.abs(peak_val) <= peak_floor)).reshape(2, _PEAKS)
+    slack = jnp.maximum(g["slack"], jnp.where(jnp.any(near_zero, axis=1), jnp.maximum(g["floor"], jnp.max(peak_floor)), 0.0))
+    top = jnp.where(hidden, peak_val, 1.0)
+    brackets = dict(
+        a=jnp.concatenate([g["ca"], g["pa"], peak_at]),
+        c=jnp.concatenate([g["cc"], peak_at, g["pc"]]),
+        fa=jnp.concatenate([g["fa_c"], g["fa_p"], top]),
+        fc=jnp.concatenate([g["fc_c"], top, g["fc_p"]]),
+        start=jnp.concatenate([
+            g["start_c"], quadratic_start(peak_at, peak_val, 0.0, g["pa"], g["fa_p"]), quadratic_start(peak_at, peak_val, 0.0, g["pc"], g["fc_p"]),
+        ]),
+        sgn=jnp.concatenate([jnp.repeat(jnp.array(_SIGNS), _ROOTS), sign_p, sign_p]),
+    )
+    return brackets, jnp.concatenate([g["cross_ok"], hidden, hidden]), hidden, slack
 
-    # one Newton loop over every bracket of both orders: grid crossings, then peak flanks
-    sign_c = jnp.repeat(signs, _ROOTS)
-    ca, cc = y[cross_idx].reshape(-1), y[cross_idx + 1].reshape(-1)
-    fa_c = f[jnp.arange(2)[:, None], cross_idx].reshape(-1)
-    fa_left = f[jnp.arange(2)[:, None], peak_idx].reshape(-1)
-    brackets_a = jnp.concatenate([ca, pa, peak_at])
-    brackets_c = jnp.concatenate([cc, peak_at, pc])
-    fc_c = f[jnp.arange(2)[:, None], cross_idx + 1].reshape(-1)
-    fc_right = f[jnp.arange(2)[:, None], peak_idx + 1].reshape(-1)
-    fa_all = jnp.concatenate([fa_c, fa_left, jnp.where(hidden, peak_val, 1.0)])
-    fc_all = jnp.concatenate([fc_c, jnp.where(hidden, peak_val, 1.0), fc_right])
-    sgn = jnp.concatenate([sign_c, sign_p, sign_p])
 
-    def f_and_slope(x, lanes=Ellipsis):  # f and f' at x (one point per bracket of ``lanes``)
-        value, slope, _ = ratio(x)
-        return sgn[lanes] * value - eps_, sgn[lanes] * slope
+def _lanes_of(per_pair, count):
+    """Per-pair arrays (n,) repeated for the ``count`` lanes of each pair, flat (n·count,)."""
+    return tuple(jnp.repeat(v, count) for v in per_pair)
 
-    # first points: a quadratic from the end nearer 0 for grid crossings (a grid point can sit on
-    # a near-tangent peak), the vertex parabola for the flanks of a hidden peak (from regula
-    # falsi's start such flanks are out of 8 Newton steps' reach)
-    dfa_c = df[jnp.arange(2)[:, None], cross_idx].reshape(-1)
-    dfc_c = df[jnp.arange(2)[:, None], cross_idx + 1].reshape(-1)
-    start = jnp.concatenate([
-        crossing_start(ca, fa_c, dfa_c, cc, fc_c, dfc_c),
-        quadratic_start(peak_at, peak_val, 0.0, pa, fa_left),
-        quadratic_start(peak_at, peak_val, 0.0, pc, fc_right),
-    ])
-    bracket = newton_bracket(f_and_slope, brackets_a, brackets_c, fa_all, fc_all, _ROOT_STEPS, start, noise=jnp.max(floor))
-    used = jnp.concatenate([cross_ok.reshape(-1), hidden, hidden])
-    lo_b, hi_b, f_lo_b, f_hi_b = bisect_widest(lambda x, idx: f_and_slope(x, idx)[0], *bracket, _BISECTIONS, _BISECT_LANES, used)
-    # each zero stands for its bracket's end on the positive side (f > 0): the positive set's
-    # masses are then taken between points where f > 0, and what a bracket holds is bounded
-    # apart — ∫ (p − e^ε q)_+ ≤ ∫ p (1 − e^{−f})_+ ≤ (width) p(t₀)(1 − e^{−F}) with t₀ the
-    # bracket's point nearest the median of p (unimodal) and F = (f(lo) + f(hi))/2 + L width/2 ≥
-    # sup f there (L ≥ |f'| on the bracket, below; ≤ 2/b). Issue 17: 8 Newton steps left a
-    # far-tail crossing (σ ratio 1285) 10⁴ units off; the mass up to it was 5e-5 of the true δ.
+
+def _laplace_brackets(m1, s1, m2, s2, b, eps):
+    """Every crossing of f = ±r − ε of a batch of pairs (1-D arrays, constants), as a bracket with
+    f of known sign at both ends: (grid stage, (lo, hi, f(lo), f(hi)) each (n, B), used (n, B),
+    sgn (n, B), hidden peaks (n, 2·_PEAKS), slack (n, 2)), B = 2·(_ROOTS + 2·_PEAKS).
+
+    The loops (Illinois on peaks, Newton, bisection) run on the lanes that need them only,
+    gathered across the batch (:func:`jaxpuffer._parallel.on_lanes`): a Gaussian pair has 0–4
+    crossings of its 2·_ROOTS lanes and rarely a peak candidate, and computing every lane was
+    most of the evaluation's cost."""
+    n = m1.shape[0]
+    pair = (m1, s1, m2, s2, b, eps)
+    g = jax.vmap(_grid_stage)(*pair)
+
+    # hidden peaks: an Illinois search for the root of the slope, on the candidate cells only
+    def peaks(a, c, fa, fc, sgn, *lane):
+        return illinois(lambda x: _lane_f(x, sgn, *lane)[1], a, c, fa, fc, _PEAK_STEPS)
+
+    flat = lambda v: v.reshape(-1)  # noqa: E731
+    lanes_p = _lanes_of(pair, 2 * _PEAKS)
+    sgn_p = jnp.tile(jnp.repeat(jnp.array(_SIGNS), _PEAKS), n)
+    peak_at = on_lanes(peaks, flat(g["peak_ok"]), flat(g["pa"]), flat(g["pa"]), flat(g["pc"]), flat(g["dfa_p"]), flat(g["dfc_p"]), sgn_p, *lanes_p)
+    brackets, used, hidden, slack = jax.vmap(_bracket_stage)(g, peak_at.reshape(n, -1), *pair)
+
+    # Newton on every used bracket, its estimate bracketed by probes
+    width = used.shape[1]
+    lanes = _lanes_of(pair, width)
+    noise = jnp.repeat(g["floor"], width)
+
+    def newton(a, c, fa, fc, start, sgn, noise, *lane):
+        return newton_bracket(lambda x: _lane_f(x, sgn, *lane), a, c, fa, fc, _ROOT_STEPS, start, noise=noise)
+
+    b_ = {k: flat(v) for k, v in brackets.items()}
+    bracket = on_lanes(newton, flat(used), (b_["a"], b_["c"], b_["fa"], b_["fc"]), b_["a"], b_["c"], b_["fa"], b_["fc"], b_["start"], b_["sgn"], noise, *lanes)
+    bracket = tuple(v.reshape(n, width) for v in bracket)
+
+    # bisection on the _BISECT_LANES widest used brackets of each pair (where Newton stalled)
+    live = jnp.where(used, jnp.abs(bracket[1] - bracket[0]), -1.0)
+    pick = jax.lax.top_k(live, _BISECT_LANES)[1]
+    rows = jnp.arange(n)[:, None]
+    chosen = tuple(flat(v[rows, pick]) for v in (*bracket, brackets["sgn"]))
+
+    def halve(lo, hi, f_lo, f_hi, sgn, *lane):
+        return bisect_widest(lambda x, _: _lane_f(x, sgn, *lane)[0], lo, hi, f_lo, f_hi, _BISECTIONS, lo.shape[0], True)
+
+    halved = on_lanes(halve, flat(used[rows, pick]), chosen[:4], *chosen, *_lanes_of(pair, _BISECT_LANES))
+    bracket = tuple(v.at[rows, pick].set(h.reshape(n, _BISECT_LANES)) for v, h in zip(bracket, halved))
+    return g, bracket, used, brackets["sgn"], hidden, slack
+
+
+def _bracket_points(g, bracket, used, sgn, m1, s1, m2, s2, b):
+    """One pair (constants): the point each bracket stands for, and the bound on what it holds
+    but for the density factor. Each zero stands for its bracket's end on the positive side
+    (f > 0): the positive set's masses are then taken between points where f > 0, and what a
+    bracket holds is bounded apart — ∫ (p − e^ε q)_+ ≤ ∫ p (1 − e^{−f})_+ ≤ (width) p(t₀)(1 − e^{−F})
+    with t₀ the bracket's point nearest the median of p (unimodal) and F = (f(lo) + f(hi))/2 +
+    L width/2 ≥ sup f there (L ≥ |f'| on the bracket, below; ≤ 2/b). Issue 17: 8 Newton steps
+    left a far-tail crossing (σ ratio 1285) 10⁴ units off; the mass up to it was 5e-5 of the true
+    δ. Returns (points, t₀, width·(1 − e^{−F}))."""
+    lo_b, hi_b, f_lo_b, f_hi_b = bracket
     ends = jnp.where(f_lo_b > 0, lo_b, hi_b)
-    roots = jax.lax.stop_gradient(jnp.where(used & jnp.isfinite(ends), ends, y[0]))
+    points = jnp.where(used & jnp.isfinite(ends), ends, g["y0"])
     width = jnp.where(used, jnp.abs(hi_b - lo_b), 0.0)
     # |f'| on the bracket: both densities are log-concave, so each log-slope s_k decreases and
     # s_1 − s_2 lies between s_1(hi) − s_2(lo) and s_1(lo) − s_2(hi) (flat tails: nearly 0)
     left, right = jnp.minimum(lo_b, hi_b), jnp.maximum(lo_b, hi_b)
-    ends = jnp.stack([left - m1_, right - m1_, left - m2_, right - m2_])
-    slope_1l, slope_1r, slope_2l, slope_2r = tail_normalized(ends, jnp.stack([s1_, s1_, s2_, s2_])[:, None], b_, True)[1]
-    lip = jnp.maximum(jnp.abs(slope_1r - slope_2l), jnp.abs(slope_1l - slope_2r)) + 1e-12 / b_
-    tent = jnp.maximum(0.5 * (f_lo_b + f_hi_b) + 0.5 * jnp.minimum(lip, 2.0 / b_) * width, 0.0)
-    mu_p, s_p = jnp.where(sgn > 0, m1_, m2_), jnp.where(sgn > 0, s1_, s2_)
-    t0 = jnp.clip(mu_p, jnp.minimum(lo_b, hi_b), jnp.maximum(lo_b, hi_b))
-    cross = roots[: 2 * _ROOTS].reshape(2, _ROOTS)
-    flank_l = roots[2 * _ROOTS : 2 * _ROOTS + 2 * _PEAKS].reshape(2, _PEAKS)
-    flank_r = roots[2 * _ROOTS + 2 * _PEAKS :].reshape(2, _PEAKS)
+    ends = jnp.stack([left - m1, right - m1, left - m2, right - m2])
+    slope_1l, slope_1r, slope_2l, slope_2r = tail_normalized(ends, jnp.stack([s1, s1, s2, s2])[:, None], b, True)[1]
+    lip = jnp.maximum(jnp.abs(slope_1r - slope_2l), jnp.abs(slope_1l - slope_2r)) + 1e-12 / b
+    tent = jnp.maximum(0.5 * (f_lo_b + f_hi_b) + 0.5 * jnp.minimum(lip, 2.0 / b) * width, 0.0)
+    t0 = jnp.clip(jnp.where(sgn > 0, m1, m2), left, right)
+    return points, t0, width * -jnp.expm1(-tent)
 
-    # masses at the crossing points, with gradients (the points themselves are fixed), and the
-    # density at each bracket's t₀, in one gauss_laplace call (one site: compile time)
-    pts = jnp.concatenate([cross.reshape(-1), flank_l.reshape(-1), flank_r.reshape(-1)])
-    log_p, F, S = gauss_laplace(jnp.stack([pts - m1, pts - m2, t0 - mu_p]), jnp.stack(jnp.broadcast_arrays(s1, s2, s_p)), b)
-    F1, F2, S1, S2 = F[0], F[1], S[0], S[1]
-    held = width * jnp.exp(log_p[2]) * -jnp.expm1(-tent) * (1.0 + 1e-12)
-    held = jax.lax.stop_gradient(jnp.where(used & (width > 0), held, 0.0))
+
+def _lane_cdfs(x, t0, sgn, m1, s1, m2, s2, b):
+    """Per lane: both priors' CDF and survival at the point x, and log p(t₀) of the order's first
+    prior, in one gauss_laplace call (one site: compile time)."""
+    log_p, F, S = gauss_laplace(jnp.stack([x - m1, x - m2, t0 - jnp.where(sgn > 0, m1, m2)]), jnp.stack([s1, s2, jnp.where(sgn > 0, s1, s2)]), b)
+    return log_p[2], F[0], S[0], F[1], S[1]
+
+
+def _laplace_masses(g, points, cdfs, used, sgn, hidden, slack, spread, m1, m2, eps):
+    """One pair: (δ for order 1→2, δ for order 2→1) from the CDFs at its crossing points (module
+    docstring), with their derivatives in m, s, b, ε (the points themselves are fixed)."""
+    cross = points[: 2 * _ROOTS].reshape(2, _ROOTS)
+    cross_ok = g["cross_ok"].reshape(2, _ROOTS)
+    flank_l = points[2 * _ROOTS : 2 * _ROOTS + 2 * _PEAKS].reshape(2, _PEAKS)
+    flank_r = points[2 * _ROOTS + 2 * _PEAKS :].reshape(2, _PEAKS)
+    log_p0, F1, S1, F2, S2 = cdfs
+    held = spread * jnp.exp(log_p0) * (1.0 + 1e-12)
+    held = jax.lax.stop_gradient(jnp.where(used & (spread > 0), held, 0.0))
     held = (jnp.sum(jnp.where(sgn > 0, held, 0.0)), jnp.sum(jnp.where(sgn < 0, held, 0.0)))
     e_eps = jnp.exp(eps)
 
@@ -296,7 +369,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
         Fi, Si, Fj, Sj = F_i[c_slice], S_i[c_slice], F_j[c_slice], S_j[c_slice]
         # the positive set: (−∞ or previous crossing, each down-crossing], [last up-crossing, ∞),
         # and the hidden excursions [left flank, right flank]
-        first_pos = pos[k, 0]
+        first_pos = g["pos_first"][k]
         down = ok & jnp.where(jnp.arange(_ROOTS) % 2 == 0, first_pos, ~first_pos)
         has_prev = jnp.arange(_ROOTS) >= 1
         pi = jnp.maximum(jnp.arange(_ROOTS) - 1, 0)
@@ -314,7 +387,7 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
         q_slice = slice(2 * _ROOTS + 2 * _PEAKS + k * _PEAKS, 2 * _ROOTS + 2 * _PEAKS + (k + 1) * _PEAKS)
         pieces = [
             (down, interval(before(x, -jnp.inf), x, (before(Fi, 0.0), before(Si, 1.0), Fi, Si), (before(Fj, 0.0), before(Sj, 1.0), Fj, Sj), mu_i, mu_j)),
-            (pos[k, -1], interval(from_last(x, -jnp.inf), jnp.inf, (from_last(Fi, 0.0), from_last(Si, 1.0), 1.0, 0.0), (from_last(Fj, 0.0), from_last(Sj, 1.0), 1.0, 0.0), mu_i, mu_j)),
+            (g["pos_last"][k], interval(from_last(x, -jnp.inf), jnp.inf, (from_last(Fi, 0.0), from_last(Si, 1.0), 1.0, 0.0), (from_last(Fj, 0.0), from_last(Sj, 1.0), 1.0, 0.0), mu_i, mu_j)),
             (hidden[k * _PEAKS : (k + 1) * _PEAKS], interval(flank_l[k], flank_r[k], (F_i[p_slice], S_i[p_slice], F_i[q_slice], S_i[q_slice]), (F_j[p_slice], S_j[p_slice], F_j[q_slice], S_j[q_slice]), mu_i, mu_j)),
         ]
         total = sum(jnp.sum(jnp.where(mask, jnp.maximum(val, 0.0), 0.0)) for mask, (val, _) in pieces)
@@ -323,16 +396,27 @@ def _laplace_exact_pair(m1, s1, m2, s2, b, eps):
         # tiny against the masses), and by the sign floor's slack: δ never comes out too small
         rounding = _ROUNDING_ULPS * jnp.finfo(jnp.float64).eps * size
         out.append(jnp.minimum(total + rounding + slack[k] + held[k], 1.0))
-    return out[0], out[1], resolved
+    return out[0], out[1]
 
 
-def _laplace_exact_one(d_mu, s1, s2, b, eps):
-    """Both orders' δ for Laplace noise, the second prior at 0; L1 where unresolved (≥ δ)."""
+def _laplace_exact(d_mu, s1, s2, b, eps):
+    """Both orders' δ for Laplace noise per pair (1-D arrays), the second prior at 0; L1 (≥ δ) for
+    an order whose crossings or peaks exceed the fixed budget. The CDFs are evaluated at the used
+    points only (:func:`jaxpuffer._parallel.on_lanes`; 0–4 of a pair's 12 lanes, typically)."""
     ok = b > 0
     b_safe = jnp.where(ok, b, 1.0)
-    d12, d21, resolved = _laplace_exact_pair(d_mu, s1, 0.0 * d_mu, s2, b_safe, eps)
+    m2 = 0.0 * d_mu
+    pair = (d_mu, s1, m2, s2, b_safe)
+    g, bracket, used, sgn, hidden, slack = _laplace_brackets(*jax.lax.stop_gradient((*pair, eps)))
+    points, t0, spread = jax.vmap(_bracket_points)(g, bracket, used, sgn, *jax.lax.stop_gradient(pair))
+    n, width = used.shape
+    flat = lambda v: v.reshape(-1)  # noqa: E731
+    lanes = (flat(points), flat(t0), flat(sgn), *(jnp.repeat(v, width) for v in pair))
+    missing = (jnp.zeros(n * width), jnp.zeros(n * width), jnp.ones(n * width), jnp.zeros(n * width), jnp.ones(n * width))
+    cdfs = tuple(v.reshape(n, width) for v in on_lanes(_lane_cdfs, flat(used), missing, *lanes))
+    d12, d21 = jax.vmap(_laplace_masses)(g, points, cdfs, used, sgn, hidden, slack, spread, d_mu, m2, eps)
     fallback = coupling_laplace_closed(d_mu, s1 - s2, b_safe, eps)
-    d12, d21 = jnp.where(resolved[0], d12, fallback), jnp.where(resolved[1], d21, fallback)
+    d12, d21 = jnp.where(g["resolved"][:, 0], d12, fallback), jnp.where(g["resolved"][:, 1], d21, fallback)
     zero, zero_rev = _both_orders(_gaussian_exact_one, d_mu, s1, s2, 0.0, eps)
     return jnp.where(ok, d12, zero), jnp.where(ok, d21, zero_rev)
 
@@ -381,11 +465,11 @@ def theorem_delta(delta_mu, delta_sigma, scale, eps):
 # ----------------------------------------------------------------------------- per-pair kernels
 
 
-def _flatten_vmap(fn, *arrays):
-    """Apply a scalar kernel (returning a tuple of scalars) to broadcast arrays of any shape."""
+def _flat_batch(fn, *arrays):
+    """Apply a batch kernel of 1-D arrays (returning a tuple of them) to broadcast arrays of any shape."""
     arrays = jnp.broadcast_arrays(*arrays)
     shape = arrays[0].shape
-    out = jax.vmap(fn)(*(a.reshape(-1) for a in arrays))
+    out = fn(*(a.reshape(-1) for a in arrays))
     return tuple(o.reshape(shape) for o in out)
 
 
@@ -398,7 +482,7 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric, padded=F
     """
     if level == "exact":
         if noise == "laplace":
-            d12, d21 = _flatten_vmap(_laplace_exact_one, d_mu, s1, s2, b, eps)
+            d12, d21 = _flat_batch(_laplace_exact, d_mu, s1, s2, b, eps)
         elif noise == "gaussian":
             d12, d21 = _both_orders(_gaussian_exact_one, d_mu, s1, s2, b, eps)
         else:  # any other log-concave kernel (GG): certified quadrature and cell enclosure, or the

@@ -67,7 +67,7 @@ returned by :func:`_exact_batch`.
 **Batches.** Each pass is one function of one pair, vmapped over a batch. The subdivision pass
 is needed by few pairs (0–4 % of random 3-component pairs near their calibrated scale, at most 6
 pieces each, against the 16 it has room for): only the pairs with an unproven piece are gathered
-and computed, n/``_FEW`` at a time (:func:`_on_lanes`), with the same per-pair arithmetic.
+and computed, n/8 at a time (:func:`jaxpuffer._parallel.on_lanes`), with the same per-pair arithmetic.
 
 No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ) over the continuous
 components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-mass components.
@@ -84,6 +84,7 @@ from jax.nn import logsumexp, softmax
 from jax.scipy.special import ndtr
 
 from . import losses_convolved
+from ._parallel import on_lanes as _on_lanes
 from ._roots import GRID_CORE, GRID_TAIL, NOISE_ULPS, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start, sign_floor
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
 from .noise import gauss_laplace, interval_mass, tail_normalized
@@ -91,7 +92,6 @@ from .priors import log_mgf
 
 EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ noise in closed form
 
-_FEW = 8  # the subdivision pass runs on the pairs that need it, ⌈n/_FEW⌉ at a time
 _ROOT_STEPS = 12  # safeguarded Newton steps per zero (8 left near-tangent flanks short: δ(b) jittered)
 _EXTREMUM_STEPS = 16  # Illinois steps on f' per extremum
 _ROUNDING_ULPS = 64
@@ -548,28 +548,6 @@ def _fine_pass(pair: _Pair, fine, refine, noise):
     refined = jnp.sum(per_sub[:, :, :-1], axis=2)  # the junctions between picked pieces dropped
     still = jnp.concatenate([fine_unproven, jnp.zeros((2, 1), bool)], axis=1).reshape(shape)[:, :, :-1]
     return jnp.where(refine, refined, jnp.inf), jnp.sum(still & refine[None, :, None], axis=(1, 2))
-
-
-def _on_lanes(fun, need, default, *args):
-    """``fun`` (a vmapped function of per-pair ``args``) on the pairs where ``need``, ``default``
-    elsewhere (pytrees of per-pair arrays): the pairs that need it are gathered ⌈n/_FEW⌉ at a time,
-    in as many rounds as they fill (of at most ``_FEW``; a round with none left is skipped), so
-    the cost follows the number of such pairs and ``fun`` is traced and compiled once.
-    Differentiable in both modes (a ``lax.scan`` of ``lax.cond``s)."""
-    n = need.shape[0]
-    cap = max(1, -(-n // _FEW))
-    order = jnp.nonzero(need, size=n, fill_value=n)[0]  # the pairs that need it first; n: none
-    count = jnp.sum(need)
-
-    def one_round(acc, start):
-        def compute(acc):
-            idx = jax.lax.dynamic_slice(order, (start,), (cap,))
-            out = fun(*jax.tree.map(lambda a: a[jnp.minimum(idx, n - 1)], args))
-            return jax.tree.map(lambda d, o: d.at[idx].set(o, mode="drop"), acc, out)
-
-        return jax.lax.cond(start < count, compute, lambda acc: acc, acc), None
-
-    return jax.lax.scan(one_round, default, jnp.arange(0, n, cap))[0]
 
 
 def _exact_batch(first, second, b, eps, noise):
