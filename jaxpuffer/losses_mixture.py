@@ -64,10 +64,13 @@ Laplace noise; the coupling bound 2.3e-13 and 0; the truth 0 to the harness's re
 Diagnostics (unproven pieces per order, pieces subdivided, subpieces still unproven, pieces) are
 returned by :func:`_exact_batch`.
 
-**Batches.** Each pass is one function of one pair, vmapped over a batch. The subdivision pass
-is needed by few pairs (0–4 % of random 3-component pairs near their calibrated scale, at most 6
-pieces each, against the 16 it has room for): only the pairs with an unproven piece are gathered
-and computed, n/8 at a time (:func:`jaxpuffer._parallel.on_lanes`), with the same per-pair arithmetic.
+**Batches.** Each stage is one function of one pair, vmapped over a batch. Under Laplace noise the
+Newton and Illinois loops run on each pair's used slots only, 4 and 2 at a time (:func:`_on_used`;
+random 3-component pairs use 0.8 of 20 and 0.07 of 6 on average, near their calibrated scale
+fewer). The subdivision pass is needed by few pairs (0–4 % of random 3-component pairs near their
+calibrated scale, at most 6 pieces each, against the 16 it has room for): only the pairs with an
+unproven piece are gathered and computed, n/8 at a time (:func:`jaxpuffer._parallel.on_lanes`),
+with the same per-pair arithmetic.
 
 No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ) over the continuous
 components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-mass components.
@@ -100,6 +103,11 @@ _CORE_SIGMAS = 13.0
 _REFINE_PIECES = 16  # unproven pieces subdivided per pair (both orders together)
 _REFINE_POINTS = 17  # points per subdivided piece
 _SUBSET_NATS = 60.0  # components this far below a piece's floor enter its proof as a bound η ≤ k e^{−60}
+# lanes per pair in the common batch of the Newton and Illinois loops (:func:`_on_used`): random
+# 3-component pairs use 0.8 of 20 crossing slots and 0.07 of 6 extremum slots, on average. Laplace
+# noise only: with Gaussian noise XLA's code for the loop's step depends on the lane count (an ulp
+# in ~10 % of pairs' δ with 4 or 8 lanes), and its loops are ~1/8 of the evaluation's cost
+_POOLS = {"laplace": (4, 2)}
 _TAIL_SCALES = 75.0  # outer points: the Laplace mass beyond is e^{−75}/2 ≈ 1.3e-33, below DELTA_FLOOR
 
 
@@ -432,18 +440,44 @@ def _outer_negative(pair: _Pair, y_lo, y_hi):
     return sup_r - eps < -sign_floor(size, eps), sup_r
 
 
-def _coarse_pass(pair: _Pair, noise):
-    """The first pass of the exact evaluator for one mixture pair (module docstring): both orders'
-    bound without the ``_REFINE_PIECES`` unproven pieces that hold the most (2,), those pieces'
-    own bounds (2, R), which of them are unproven (R,), their subdivision points (R·P,), whether
-    the pools held every crossing and extremum, and diagnostics (unproven pieces per order, pieces)."""
-    sg = jax.lax.stop_gradient
+def _on_used(fun, pair: _Pair, used, default, lanes, pool):
+    """``fun`` (a function of one pair and its lanes' arrays (m,), returning arrays (m,)) on the
+    lanes where ``used`` (n, m), ``default`` (arrays (n, m)) elsewhere. Each pair's used lanes are
+    taken ``pool`` at a time, in rounds: a round computes ``pool`` lanes of every pair (vmapped)
+    and runs only where some pair has that many used lanes left (a ``lax.scan`` of ``lax.cond``s:
+    under an outer ``vmap`` every round runs), so ``fun`` is traced once and the cost follows the
+    batch's largest count of used lanes. A lane's arithmetic is that of ``fun`` on all m lanes
+    (XLA's code for a point does not depend on how many points a pair evaluates from 2 on; with 1
+    it differs by an ulp in ~15 % of points, and the pieces' proofs, which compare f at a bracket's
+    end with the components there, then lose their sign: ``pool`` ≥ 2). ``pool`` None: every lane
+    in one batch."""
+    m = used.shape[1]
+    if pool is None:
+        return jax.vmap(lambda p, u, d, *x: tuple(jnp.where(u, o, d_) for o, d_ in zip(fun(p, *x), d)))(pair, used, default, *lanes)
+    rounds = -(-m // pool)
+    idx, ok = jax.vmap(lambda u: first_true(u, rounds * pool))(used)  # each pair's used lanes first
+    most = jnp.max(jnp.sum(used, axis=1))
+    put = jax.vmap(lambda d, o, i, k: d.at[jnp.where(k, i, m)].set(o, mode="drop"))
+
+    def one_round(out, start):
+        def compute(out):
+            i, k = (jax.lax.dynamic_slice_in_dim(v, start, pool, axis=1) for v in (idx, ok))
+            few = jax.vmap(fun)(pair, *(jnp.take_along_axis(a, i, axis=1) for a in lanes))
+            return tuple(put(d, o, i, k) for d, o in zip(out, few))
+
+        return jax.lax.cond(start < most, compute, lambda out: out, out), None
+
+    return jax.lax.scan(one_round, tuple(default), jnp.arange(0, rounds * pool, pool))[0]
+
+
+def _grid_stage(pair: _Pair, noise):
+    """The exact evaluator's first stage for one mixture pair (module docstring): f of both orders
+    and the components on the grid, the crossing cells and the cells that may hide an extremum,
+    each in its pool, and the Illinois brackets of the latter (as a dict)."""
     weights, means, spreads, b_, eps_ = pair[:5]
     y = _grid(weights, means, spreads, b_, noise)
-    ratio = partial(_ratio, pair, noise=noise)
-
     at_grid = _at(pair, y, noise)  # shared with the pieces' bounds (_piece_sup)
-    r, dr, size = ratio(y, comps=at_grid)
+    r, dr, size = _ratio(pair, y, noise, comps=at_grid)
     signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
     f = signs[:, None] * r[None, :] - eps_
     df = signs[:, None] * dr[None, :]
@@ -470,38 +504,44 @@ def _coarse_pass(pair: _Pair, noise):
     resolved = (jnp.sum(crossings) <= roots) & (jnp.sum(extrema) <= extremal)
     f_flat, df_flat, floor_cells = f.reshape(-1), df.reshape(-1), jnp.tile(floor, 2)
 
-    def bracket(at):  # ends of the cells ``at`` of the flattened (order, cell) grid
+    def bracket(at):  # ends of the cells ``at`` of the flattened (order, cell) grid, with f and f'
         order, cell = at // cells, at % cells
-        return order, y[cell], y[cell + 1], f_flat[at + order], f_flat[at + order + 1]
+        return dict(sgn=signs[order], a=y[cell], c=y[cell + 1], fa=f_flat[at + order], fc=f_flat[at + order + 1],
+                    dfa=df_flat[at + order], dfc=df_flat[at + order + 1], floor=floor_cells[at + order])
 
-    order_e, ea, ec, fa_e, fc_e = bracket(ext_at)
-    sign_e = signs[order_e]
-    slope_a, slope_c = df_flat[ext_at + order_e], df_flat[ext_at + order_e + 1]
-    at = illinois(lambda x: sign_e * ratio(x)[1], ea, ec, slope_a, slope_c, _EXTREMUM_STEPS)
-    f_at = sign_e * ratio(at)[0] - eps_
-    floor_e = floor_cells[ext_at + order_e]
-    crosses = ext_ok & ((f_at > floor_e) != (fa_e > floor_e))
+    return dict(y=y, f=f, at_grid=at_grid, slack=slack, resolved=resolved, cross=bracket(cross_at), cross_ok=cross_ok,
+                ext=bracket(ext_at), ext_ok=ext_ok)
 
-    # one Newton loop over every bracket: grid crossings, then both flanks of each excursion
-    order_c, ca, cc, fa_c, fc_c = bracket(cross_at)
-    lo = jnp.concatenate([ca, ea, at])
-    hi = jnp.concatenate([cc, at, ec])
-    f_lo = jnp.concatenate([fa_c, fa_e, jnp.where(crosses, f_at, 1.0)])
-    f_hi = jnp.concatenate([fc_c, jnp.where(crosses, f_at, 1.0), fc_e])
+
+def _bracket_stage(g, at, f_at):
+    """One pair: the Newton brackets of every zero — the grid crossings, then both flanks of each
+    extremum ``at`` (f there: ``f_at``) that crosses — with their starts, signs and which are used."""
+    cr, ex = g["cross"], g["ext"]
+    crosses = g["ext_ok"] & ((f_at > ex["floor"]) != (ex["fa"] > ex["floor"]))
+    lo = jnp.concatenate([cr["a"], ex["a"], at])
+    hi = jnp.concatenate([cr["c"], at, ex["c"]])
+    f_lo = jnp.concatenate([cr["fa"], ex["fa"], jnp.where(crosses, f_at, 1.0)])
+    f_hi = jnp.concatenate([cr["fc"], jnp.where(crosses, f_at, 1.0), ex["fc"]])
     f_hi = jnp.where(jnp.sign(f_hi) == jnp.sign(f_lo), -f_lo, f_hi)
-    sgn = jnp.concatenate([signs[order_c], sign_e, sign_e])
     # first points: a quadratic from the end nearer 0 for grid crossings (a grid point can sit on
     # a near-tangent peak), the vertex parabola for the flanks of an excursion
-    dfa_c, dfc_c = df_flat[cross_at + order_c], df_flat[cross_at + order_c + 1]
+    start = jnp.concatenate([
+        crossing_start(cr["a"], cr["fa"], cr["dfa"], cr["c"], cr["fc"], cr["dfc"]),
+        quadratic_start(at, f_at, 0.0, ex["a"], ex["fa"]), quadratic_start(at, f_at, 0.0, ex["c"], ex["fc"]),
+    ])
+    sgn = jnp.concatenate([cr["sgn"], ex["sgn"], ex["sgn"]])
+    return dict(lo=lo, hi=hi, f_lo=f_lo, f_hi=f_hi, start=start, sgn=sgn, used=jnp.concatenate([g["cross_ok"], crosses, crosses]))
 
-    start = jnp.concatenate([crossing_start(ca, fa_c, dfa_c, cc, fc_c, dfc_c), quadratic_start(at, f_at, 0.0, ea, fa_e), quadratic_start(at, f_at, 0.0, ec, fc_e)])
 
-    def f_and_slope(x):
-        value, slope, _ = ratio(x)
-        return sgn * value - eps_, sgn * slope
-
-    b_lo, b_hi, fb_lo, fb_hi = newton_bracket(f_and_slope, lo, hi, f_lo, f_hi, _ROOT_STEPS, start)
-    used = jnp.concatenate([cross_ok, crosses, crosses])
+def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise):
+    """The exact evaluator's last coarse stage for one mixture pair: the grid, the Newton brackets'
+    ends and the extrema sorted together, and both orders' bound without the ``_REFINE_PIECES``
+    unproven pieces that hold the most (2,), those pieces' own bounds (2, R), which of them are
+    unproven (R,), their subdivision points (R·P,), and diagnostics (unproven pieces per order, pieces)."""
+    sg = jax.lax.stop_gradient
+    y, f, eps_ = g["y"], g["f"], pair.eps
+    b_lo, b_hi, fb_lo, fb_hi = newton
+    sgn, sign_e = br["sgn"], g["ext"]["sgn"]
     # every point with f of both orders, sorted together: an extra point carries its own order's
     # f as evaluated (recovering it through r = ±(f + ε) rounds a tiny f to 0, which would turn a
     # one-signed piece into a bracket) and the other order's −f − 2ε
@@ -509,7 +549,7 @@ def _coarse_pass(pair: _Pair, noise):
     f_own = jnp.concatenate([fb_lo, fb_hi, f_at])
     sgn_x = jnp.concatenate([sgn, sgn, sign_e])
     f_other = -f_own - 2.0 * eps_
-    keep = jnp.concatenate([used, used, ext_ok]) & jnp.isfinite(extra) & jnp.isfinite(f_own)
+    keep = jnp.concatenate([br["used"], br["used"], g["ext_ok"]]) & jnp.isfinite(extra) & jnp.isfinite(f_own)
     extra = jnp.where(keep, extra, y[0])
     pts, f_0, f_1, perm = jax.lax.sort((
         jnp.concatenate([y, extra]),
@@ -519,7 +559,7 @@ def _coarse_pass(pair: _Pair, noise):
     ), num_keys=1)
     pts, f_sorted = sg(pts), sg(jnp.stack([f_0, f_1]))
     # the components at the points: the grid's, and the extra points' computed once here
-    at_pts = jax.tree.map(lambda g, x: jnp.concatenate([g, x])[perm], at_grid, _at(pair, sg(extra), noise))
+    at_pts = jax.tree.map(lambda a, x: jnp.concatenate([a, x])[perm], g["at_grid"], _at(pair, sg(extra), noise))
     bounds, unproven = _pieces(pair, pts, f_sorted, noise, at_pts)
     if noise == "laplace":  # the outer pieces hold nothing where f < 0 out there is proven
         bounds = bounds.at[:, jnp.array([0, -1])].set(jnp.where(_outer_negative(pair, pts[0], pts[-1])[0], 0.0, bounds[:, jnp.array([0, -1])]))
@@ -532,8 +572,40 @@ def _coarse_pass(pair: _Pair, noise):
     # the rest summed over the pieces not picked, never as the total less the picked ones: a
     # picked piece's bound (4e-10) minus itself left nothing of the rest's 3e-26 (harness seed 47)
     kept = jnp.ones(bounds.shape[1] - 2, bool).at[picked].set(False)
-    rest = bounds[:, 0] + bounds[:, -1] + jnp.sum(jnp.where(kept, bounds[:, 1:-1], 0.0), axis=1) + slack
-    return rest, coarse, need[picked] >= 0, fine, resolved, (jnp.sum(unproven, axis=1), pts.shape[0] - 1)
+    rest = bounds[:, 0] + bounds[:, -1] + jnp.sum(jnp.where(kept, bounds[:, 1:-1], 0.0), axis=1) + g["slack"]
+    return rest, coarse, need[picked] >= 0, fine, (jnp.sum(unproven, axis=1), pts.shape[0] - 1)
+
+
+def _coarse_pass(pair: _Pair, noise):
+    """The first pass of the exact evaluator for a batch of mixture pairs (module docstring), in
+    stages: the grid (:func:`_grid_stage`), Illinois on the cells that may hide an extremum, the
+    brackets (:func:`_bracket_stage`), Newton on the used brackets and the points' bounds
+    (:func:`_points_stage`). A pair has 8k − 4 crossing and 2k extremum slots and uses few; under
+    Laplace noise the loops run on the used ones only (:func:`_on_used`, ``_POOLS``), with the
+    arithmetic per slot of a loop on every slot. Returns :func:`_points_stage`'s values per pair
+    and whether the pools held every crossing and extremum."""
+    g = jax.vmap(partial(_grid_stage, noise=noise))(pair)
+    ex = g["ext"]
+    root_pool, extremum_pool = _POOLS.get(noise, (None, None))
+
+    def extremum(p, a, c, fa, fc, sgn):  # the root of f' in each cell, and f there
+        at = illinois(lambda x: sgn * _ratio(p, x, noise)[1], a, c, fa, fc, _EXTREMUM_STEPS)
+        return at, sgn * _ratio(p, at, noise)[0] - p.eps
+
+    at, f_at = _on_used(extremum, pair, g["ext_ok"], (ex["a"], ex["fa"]), (ex["a"], ex["c"], ex["dfa"], ex["dfc"], ex["sgn"]), extremum_pool)
+    br = jax.vmap(_bracket_stage)(g, at, f_at)
+
+    def newton(p, lo, hi, f_lo, f_hi, start, sgn):
+        def f_and_slope(x):
+            value, slope, _ = _ratio(p, x, noise)
+            return sgn * value - p.eps, sgn * slope
+
+        return newton_bracket(f_and_slope, lo, hi, f_lo, f_hi, _ROOT_STEPS, start)
+
+    ends = (br["lo"], br["hi"], br["f_lo"], br["f_hi"])
+    brackets = _on_used(newton, pair, br["used"], ends, (*ends, br["start"], br["sgn"]), root_pool)
+    coarse = jax.vmap(partial(_points_stage, noise=noise))(pair, g, at, f_at, br, brackets)
+    return coarse, g["resolved"]
 
 
 def _fine_pass(pair: _Pair, fine, refine, noise):
@@ -558,7 +630,7 @@ def _exact_batch(first, second, b, eps, noise):
     ``first``, ``second`` = (weights, means, stds), each (n, k); b > 0 (or θ ≥ 0 for Gaussian noise
     with every positive-weight σ > 0), ``b`` and ``eps`` (n,)."""
     pair = jax.vmap(partial(_pair, noise=noise))(first, second, b, eps)
-    rest, bounds, refine, fine, resolved, (unproven, count) = jax.vmap(partial(_coarse_pass, noise=noise))(pair)
+    (rest, bounds, refine, fine, (unproven, count)), resolved = _coarse_pass(pair, noise)
     unrefined = (jnp.full_like(bounds, jnp.inf), jnp.zeros_like(unproven))
     refined, still = _on_lanes(jax.vmap(partial(_fine_pass, noise=noise)), jnp.any(refine, axis=1), unrefined, pair, fine, refine)
     total = rest + jnp.sum(jnp.minimum(bounds, refined), axis=2)
