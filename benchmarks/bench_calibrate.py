@@ -16,17 +16,12 @@ import jax
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
+from _pairs import gaussian_columns as random_pairs, gaussian_pairset as pairset
+
 
 EPS, DELTA = 1.0, 1e-6
 
 
-def random_pairs(n, seed):
-    rng = np.random.default_rng(seed)
-    return rng.normal(0, 2, n), rng.uniform(0.1, 3, n), rng.normal(0, 2, n), rng.uniform(0.1, 3, n)
-
-
-def pairset(cols):
-    return jp.PairSet(jp.Gaussian(cols[0], cols[1]), jp.Gaussian(cols[2], cols[3]))
 
 
 # ----------------------------------------------------------------------------- scipy baseline

@@ -27,6 +27,7 @@ def main():
     import numpy as np
 
     import jaxpuffer as jp
+    from _pairs import gaussian_pairs
     from _timing import best_time
 
     devices = jax.devices(args.platform)
@@ -34,7 +35,7 @@ def main():
     rng = np.random.default_rng(0)
 
     def pairs(n):
-        return jp.PairSet(jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0.1, 3, n)), jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0.1, 3, n)))
+        return gaussian_pairs(n, rng)
 
     def run(p, devs):
         return jp.calibrate(p, 1.0, 1e-6, level="exact", devices=devs).per_pair

@@ -24,13 +24,11 @@ import numpy as np
 from scipy import integrate, optimize, stats
 
 from jaxpuffer.noise import GeneralizedGaussian
+from _pairs import gaussian_columns as random_pairs
 
 EPS, DELTA = 1.0, 1e-6
 
 
-def random_pairs(n, seed):
-    rng = np.random.default_rng(seed)
-    return rng.normal(0, 2, n), rng.uniform(0.1, 3, n), rng.normal(0, 2, n), rng.uniform(0.1, 3, n)
 
 
 def shift_delta(p, w, b):

@@ -23,18 +23,14 @@ import jax
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
+from _pairs import mixture_columns, mixture_pairset as pairset
+
 
 EPS, DELTA, K = 1.0, 1e-3, 3
 
 
 def random_pairs(n, seed):
-    rng = np.random.default_rng(seed)
-    make = lambda: (rng.dirichlet(np.ones(K), n), rng.normal(0, 3, (n, K)), rng.uniform(0.2, 2.5, (n, K)))  # noqa: E731
-    return make(), make()
-
-
-def pairset(cols):
-    return jp.PairSet(jp.GaussianMixture(*cols[0]), jp.GaussianMixture(*cols[1]))
+    return mixture_columns(n, seed, K)
 
 
 def lp(a, b, c):

@@ -41,19 +41,9 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 from adversarial.reference import exact_delta as reference_delta  # noqa: E402  (the harness's independent reference: scipy, no jaxpuffer)
+from _pairs import gaussian_pairs, mixture_pairs  # noqa: E402
 
 EPS, DELTA = 1.0, 1e-6
-
-
-def gaussian_pairs(n, rng):
-    return jp.PairSet(jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0.1, 3, n)), jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0.1, 3, n)))
-
-
-def mixture_pairs(n, rng, k=3):
-    def one():
-        return jp.GaussianMixture(rng.dirichlet(np.ones(k), n), rng.normal(0, 3, (n, k)), rng.uniform(0.2, 2.5, (n, k)))
-
-    return jp.PairSet(one(), one())
 
 
 def timed(fn, *args):

@@ -12,6 +12,7 @@ import argparse
 import numpy as np
 
 import jaxpuffer as jp
+from _pairs import gaussian_pairs
 from _timing import best_time
 
 
@@ -24,7 +25,7 @@ def main():
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     n = args.pairs
-    pairs = jp.PairSet(jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0.1, 3, n)), jp.Gaussian(rng.normal(0, 2, n), rng.uniform(0.1, 3, n)))
+    pairs = gaussian_pairs(n, rng)
     eps = np.geomspace(0.1, 10, args.grid[0])
     delta = np.geomspace(1e-3, 1e-9, args.grid[1])
     points = eps.size * delta.size

@@ -558,21 +558,10 @@ def _touched(tangents):
     return sum(t if t.ndim == 0 else jnp.sum(t.reshape(t.shape[0], -1), axis=1) for t in jax.tree_util.tree_leaves(tangents))
 
 
-def _derivative_unverified(cfg) -> bool:
-    """The opt-in exact evaluators (Gaussian and mixture priors under GG noise,
-    :mod:`jaxpuffer.losses_convolved`): the derivatives of their δ, which the implicit derivative
-    needs, depend on how XLA compiles the program (with FMA, some programs give dδ/db 14 % low;
-    :func:`jaxpuffer.losses_convolved._per_pair`), so a calibrated scale's derivative would be a
-    plausible wrong number. NaN instead, until that is found."""
-    return cfg.level == "exact" and not families.exact_by_default(families.get(cfg.family), kernels.resolve(cfg.noise))
-
-
 @_root.defjvp
 def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
     b = _root(cfg, *primals, max_iter, symmetric)
     tangents = jax.tree_util.tree_map(lambda t, p: jnp.broadcast_to(t, jnp.shape(p)).astype(jnp.float64), tangents, primals)
-    if _derivative_unverified(cfg):
-        return b, jnp.nan * _touched(tuple(tangents))
     return b, _implicit_tangent(cfg, symmetric, b, tuple(primals), tuple(tangents))
 
 

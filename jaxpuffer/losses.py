@@ -262,6 +262,11 @@ def _lanes_of(per_pair, count):
     return tuple(jnp.repeat(v, count) for v in per_pair)
 
 
+def _flat(v):
+    """Per-pair lanes (n, m) as one flat axis of lanes (n·m,)."""
+    return v.reshape(-1)
+
+
 def _laplace_brackets(m1, s1, m2, s2, b, eps):
     """Every crossing of f = ±r − ε of a batch of pairs (1-D arrays, constants), as a bracket with
     f of known sign at both ends: (grid stage, (lo, hi, f(lo), f(hi)) each (n, B), used (n, B),
@@ -279,10 +284,9 @@ def _laplace_brackets(m1, s1, m2, s2, b, eps):
     def peaks(a, c, fa, fc, sgn, *lane):
         return illinois(lambda x: _lane_f(x, sgn, *lane)[1], a, c, fa, fc, _PEAK_STEPS)
 
-    flat = lambda v: v.reshape(-1)  # noqa: E731
     lanes_p = _lanes_of(pair, 2 * _PEAKS)
     sgn_p = jnp.tile(jnp.repeat(jnp.array(_SIGNS), _PEAKS), n)
-    peak_at = on_lanes(peaks, flat(g["peak_ok"]), flat(g["pa"]), flat(g["pa"]), flat(g["pc"]), flat(g["dfa_p"]), flat(g["dfc_p"]), sgn_p, *lanes_p)
+    peak_at = on_lanes(peaks, _flat(g["peak_ok"]), _flat(g["pa"]), _flat(g["pa"]), _flat(g["pc"]), _flat(g["dfa_p"]), _flat(g["dfc_p"]), sgn_p, *lanes_p)
     brackets, used, hidden, slack = jax.vmap(_bracket_stage)(g, peak_at.reshape(n, -1), *pair)
 
     # Newton on every used bracket, its estimate bracketed by probes
@@ -293,20 +297,20 @@ def _laplace_brackets(m1, s1, m2, s2, b, eps):
     def newton(a, c, fa, fc, start, sgn, noise, *lane):
         return newton_bracket(lambda x: _lane_f(x, sgn, *lane), a, c, fa, fc, _ROOT_STEPS, start, noise=noise)
 
-    b_ = {k: flat(v) for k, v in brackets.items()}
-    bracket = on_lanes(newton, flat(used), (b_["a"], b_["c"], b_["fa"], b_["fc"]), b_["a"], b_["c"], b_["fa"], b_["fc"], b_["start"], b_["sgn"], noise, *lanes)
+    b_ = {k: _flat(v) for k, v in brackets.items()}
+    bracket = on_lanes(newton, _flat(used), (b_["a"], b_["c"], b_["fa"], b_["fc"]), b_["a"], b_["c"], b_["fa"], b_["fc"], b_["start"], b_["sgn"], noise, *lanes)
     bracket = tuple(v.reshape(n, width) for v in bracket)
 
     # bisection on the _BISECT_LANES widest used brackets of each pair (where Newton stalled)
     live = jnp.where(used, jnp.abs(bracket[1] - bracket[0]), -1.0)
     pick = jax.lax.top_k(live, _BISECT_LANES)[1]
     rows = jnp.arange(n)[:, None]
-    chosen = tuple(flat(v[rows, pick]) for v in (*bracket, brackets["sgn"]))
+    chosen = tuple(_flat(v[rows, pick]) for v in (*bracket, brackets["sgn"]))
 
     def halve(lo, hi, f_lo, f_hi, sgn, *lane):
         return bisect_widest(lambda x, _: _lane_f(x, sgn, *lane)[0], lo, hi, f_lo, f_hi, _BISECTIONS, lo.shape[0], True)
 
-    halved = on_lanes(halve, flat(used[rows, pick]), chosen[:4], *chosen, *_lanes_of(pair, _BISECT_LANES))
+    halved = on_lanes(halve, _flat(used[rows, pick]), chosen[:4], *chosen, *_lanes_of(pair, _BISECT_LANES))
     bracket = tuple(v.at[rows, pick].set(h.reshape(n, _BISECT_LANES)) for v, h in zip(bracket, halved))
     return g, bracket, used, brackets["sgn"], hidden, slack
 
@@ -410,10 +414,9 @@ def _laplace_exact(d_mu, s1, s2, b, eps):
     g, bracket, used, sgn, hidden, slack = _laplace_brackets(*jax.lax.stop_gradient((*pair, eps)))
     points, t0, spread = jax.vmap(_bracket_points)(g, bracket, used, sgn, *jax.lax.stop_gradient(pair))
     n, width = used.shape
-    flat = lambda v: v.reshape(-1)  # noqa: E731
-    lanes = (flat(points), flat(t0), flat(sgn), *(jnp.repeat(v, width) for v in pair))
+    lanes = (_flat(points), _flat(t0), _flat(sgn), *_lanes_of(pair, width))
     missing = (jnp.zeros(n * width), jnp.zeros(n * width), jnp.ones(n * width), jnp.zeros(n * width), jnp.ones(n * width))
-    cdfs = tuple(v.reshape(n, width) for v in on_lanes(_lane_cdfs, flat(used), missing, *lanes))
+    cdfs = tuple(v.reshape(n, width) for v in on_lanes(_lane_cdfs, _flat(used), missing, *lanes))
     d12, d21 = jax.vmap(_laplace_masses)(g, points, cdfs, used, sgn, hidden, slack, spread, d_mu, m2, eps)
     fallback = coupling_laplace_closed(d_mu, s1 - s2, b_safe, eps)
     d12, d21 = jnp.where(g["resolved"][:, 0], d12, fallback), jnp.where(g["resolved"][:, 1], d21, fallback)

@@ -1,3 +1,4 @@
+import contextlib
 import os
 import pathlib
 import shutil
@@ -57,3 +58,25 @@ def _bounded_memory_maps():
     mappings Linux allows a process (:func:`adversarial.memory.bound_memory_maps`)."""
     yield
     bound_memory_maps()
+
+
+@contextlib.contextmanager
+def _recording_compiles():
+    """The XLA backend compiles made inside the block, as a list of event names (empty: nothing compiled)."""
+    compiles = []
+
+    def listener(event, duration, **kwargs):
+        if event == "/jax/core/compile/backend_compile_duration":
+            compiles.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield compiles
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+@pytest.fixture
+def recording_compiles():
+    """``with recording_compiles() as compiles:`` lists the XLA backend compiles made in the block."""
+    return _recording_compiles

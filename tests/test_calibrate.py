@@ -161,7 +161,7 @@ def test_release_shapes_and_distribution():
         jp.privatize(key, 1.0, 1.0, noise="uniform")
 
 
-def test_second_calls_with_new_values_compile_nothing():
+def test_second_calls_with_new_values_compile_nothing(recording_compiles):
     """Public calls that ran op by op outside jit recompiled their loops on every call (a refused
     pure-ε mixture calibration: 4 programs, 2.7 s each time; gg_exact.shift_delta: 5, 0.33 s); each
     is one compiled program now, and a second call with new values of the same shapes compiles
@@ -176,20 +176,15 @@ def test_second_calls_with_new_values_compile_nothing():
         lambda v: jp.delta_coupling(gaussians(1.0 + v), 1.5, 1.0),
         lambda v: jp.delta_coupling(gaussians(1.0 + v), 1.5, 1.0, noise="gaussian", method="quadrature"),
     ]
-    compiles = []
-    listener = lambda event, duration, **kwargs: compiles.append(event) if event == "/jax/core/compile/backend_compile_duration" else None  # noqa: E731
     for call in calls:
         for value, count in ((0.5, False), (0.25, True)):
-            jax.monitoring.register_event_duration_secs_listener(listener)
-            try:
-                call(value)
-            except ValueError as refused:  # the mixture pair needs noise: pure ε under Gaussian noise is refused
-                assert "unbounded" in str(refused)
-            finally:
-                jax.monitoring.unregister_event_duration_listener(listener)
+            with recording_compiles() as compiles:
+                try:
+                    call(value)
+                except ValueError as refused:  # the mixture pair needs noise: pure ε under Gaussian noise is refused
+                    assert "unbounded" in str(refused)
             if count:
                 assert compiles == [], call
-            compiles.clear()
 
 
 def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path, monkeypatch):
