@@ -22,8 +22,6 @@ from _pairs import gaussian_columns as random_pairs, gaussian_pairset as pairset
 EPS, DELTA = 1.0, 1e-6
 
 
-
-
 # ----------------------------------------------------------------------------- scipy baseline
 
 

@@ -29,8 +29,6 @@ from _pairs import gaussian_columns as random_pairs
 EPS, DELTA = 1.0, 1e-6
 
 
-
-
 def shift_delta(p, w, b):
     if w <= 0:
         return 0.0

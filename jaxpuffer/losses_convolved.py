@@ -126,8 +126,8 @@ def _gauss_integral(alpha, beta, kappa, m, t0, t1, z, sigma):
     # a peak within 1/8 of the cell of an end is moved onto it: a sliver part would carry a rounding
     # bound of ~1/width (log(1 − e^D) with D → 0) for a negligible mass
     h = t1 - t0
-    # (the value does not depend on e, so neither does its derivative: none is taken through it,
-    # which would be a sum of cancelling terms, as through the split in log_density_bounds)
+    # (the value does not depend on e, so no derivative is taken through it: the split in
+    # log_density_bounds shows what such a path's rounding can do)
     e = jax.lax.stop_gradient(jnp.where(e - t0 < 0.125 * h, t0, jnp.where(t1 - e < 0.125 * h, t1, e)))
     d, g = e - m, e - z
     terms = jnp.abs(alpha) + jnp.abs(beta * d) + 0.5 * kappa * d**2 + 0.5 * prec * g**2
