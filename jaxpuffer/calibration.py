@@ -598,8 +598,23 @@ def _prune_bound(cfg, symmetric, params, b, eps):
 _prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours)
 
 
+def _prune_bounds(cfg, symmetric, params, b, eps, cap, step):
+    """The family's cheap upper bound on δ on every lane, ``cap`` lanes per compiled batch padded
+    as the search's chunks are; None where the family has none."""
+    n = b.shape[0]
+    parts = []
+    for start in range(0, n, cap):
+        idx = np.arange(start, min(start + cap, n))
+        *part, part_b, part_eps = _pad_take((*params, b, eps), idx, _bucket(idx.size, cap, step))
+        value = _prune_bound_jit(cfg, symmetric, tuple(part), part_b, part_eps)
+        if value is None:
+            return None
+        parts.append(np.asarray(value)[: idx.size])
+    return np.concatenate(parts)
+
+
 def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 256, budget: int = 64, level: str = "exact", mesh=None,
-                     search: _Config | None = None):
+                     search: _Config | None = None, batch: int | None = None):
     """A certified max over pairs of the exact δ at the calibrated scale, pruned by a bound ≥ L0
     (``level``: the δ certified; a kernel without an exact evaluator certifies its coupling bound
     instead). Returns one δ per sweep point: ``scale`` has shape (S,) (or is a scalar, S = 1) and
@@ -616,7 +631,10 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     family's exact δ is a closed form). Lanes at scale 0 take the priors' own δ. ``family`` is the
     family's name; ``mesh``: the devices sharing each chunk's lanes; ``search``: the configuration
     of the calibration's search where it evaluated this ``level``, whose compiled program then
-    evaluates the certificate (:func:`_delta_by_search`).
+    evaluates the certificate (:func:`_delta_by_search`); ``batch``: the most lanes in one
+    compiled batch (the calibration's ``chunk_size``; None: all), padded as the search's chunks
+    are (:func:`_bucket`), so that the bound and the cheap δ compile no shape of their own for
+    each new pair count, and their memory stays bounded.
     """
     fam = families.get(family)
     cfg = _Config(level, noise, "bisection", 0.0, family, mesh=mesh)
@@ -639,21 +657,19 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
             value = _delta_jit(cfg, symmetric, part_b, part, part_eps)
         np.maximum.at(best, group[idx], np.asarray(value)[: idx.size])
 
+    cap = n_lanes if batch is None else batch
     zero = np.flatnonzero(lane_scale == 0.0)
-    size = max(chunk, n_lanes) if fam.exact_is_cheap(noise, True) else chunk
+    size = max(chunk, cap) if fam.exact_is_cheap(noise, True) else chunk
     for start in range(0, zero.size, size):
         visit(zero[start : start + size], True, size)
     lanes = np.flatnonzero(lane_scale != 0.0)
-    bound = None
-    if lanes.size:
-        *part, part_b, part_eps = _pad_take((*params, b, eps), np.arange(n_lanes), -(-n_lanes // step) * step)
-        bound = _prune_bound_jit(cfg, symmetric, tuple(part), part_b, part_eps)
+    bound = _prune_bounds(cfg, symmetric, params, b, eps, cap, step) if lanes.size else None
     if bound is None:
-        size = max(chunk, n_lanes) if fam.exact_is_cheap(noise, False) else chunk
+        size = max(chunk, cap) if fam.exact_is_cheap(noise, False) else chunk
         for start in range(0, lanes.size, size):
             visit(lanes[start : start + size], False, size)
         return best.reshape(scale.shape)
-    bound = np.asarray(bound)[:n_lanes][lanes]
+    bound = bound[lanes]
     bound = np.where(np.isnan(bound), np.inf, bound)
     # visit order: every group's largest bound first, then every group's second, ... (by bound
     # within a rank), so that one chunk sets every sweep point's running max
@@ -936,6 +952,7 @@ class _Run(NamedTuple):
     solver: str
     mesh: Any
     search: Any  # the search's _Config where it evaluated the certified level (its program certifies), else None
+    chunk_size: Any  # lanes per compiled batch (calibrate's argument; None: all)
 
 
 def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, chunk_size, progress, certify, devices) -> _Run:
@@ -1023,7 +1040,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
     return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, kernel.with_shape(shape) if shape else noise_key, certified, converged, iterations, solver_name, mesh,
-                cfg if certified == level else None)
+                cfg if certified == level else None, chunk_size)
 
 
 def _process_part_fingerprint(run: _Run, options) -> bytes:
@@ -1069,7 +1086,7 @@ def _conclude(run: _Run) -> Calibration:
             achieved = _theorem_certificate(run.params, lane_scale, run.lane_eps, family=run.family.name, points=points).reshape(sweep)
         else:
             achieved = _max_exact_delta(run.family.name, run.params, scale, run.lane_eps, run.noise_key, run.pairs.symmetric,
-                                        level=run.certified, mesh=run.mesh, search=run.search)
+                                        level=run.certified, mesh=run.mesh, search=run.search, batch=run.chunk_size)
         if across:
             achieved = _parallel.gather_tree(np.asarray(achieved)).max(axis=0)
         achieved = jnp.where(jnp.isnan(scale), jnp.nan, achieved)  # (no scale verified: nothing to certify)

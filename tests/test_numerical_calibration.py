@@ -145,10 +145,12 @@ def test_delta_achieved_is_exact_at_the_scale():
     assert float(res.delta_achieved) == pytest.approx(1e-4, rel=1e-6)  # binding pair sits on the target
 
 
-def test_certificate_is_an_upper_bound_when_its_budget_runs_out():
+@pytest.mark.parametrize("batch", [None, 64])
+def test_certificate_is_an_upper_bound_when_its_budget_runs_out(batch):
     # the pruned scan behind delta_achieved, with a budget of 2 chunks of 64 on 300 pairs: the
     # pairs with the largest coupling bounds must be the ones evaluated, and the result must never
-    # fall below the exact max over all pairs
+    # fall below the exact max over all pairs; the bounds computed in one batch or in batches of
+    # 64 (calibrate's chunk_size) order the pairs alike
     from jaxpuffer.calibration import _max_exact_delta
 
     rng = np.random.default_rng(12)
@@ -157,7 +159,7 @@ def test_certificate_is_an_upper_bound_when_its_budget_runs_out():
     every = np.asarray(jp.delta_exact(gauss_pairs(d_mu, s1, 0.0, s2), scale, eps))
     bound = np.asarray(jp.delta_coupling(gauss_pairs(d_mu, s1, 0.0, s2), scale, eps))
     args = [jax.numpy.asarray(a) for a in (d_mu, s1, s2)]
-    got = float(_max_exact_delta("gaussian", tuple(args), scale, eps, "laplace", True, chunk=64, budget=2))
+    got = float(_max_exact_delta("gaussian", tuple(args), scale, eps, "laplace", True, chunk=64, budget=2, batch=batch))
     top = np.argsort(-bound, kind="stable")
     assert every.max() > 0 and got >= every.max() * (1 - 1e-12)
     assert got == pytest.approx(max(every[top[:128]].max(), bound[top[128]]), rel=1e-12)
