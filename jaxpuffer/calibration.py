@@ -578,14 +578,15 @@ def _slopes(cfg, symmetric, b, params, eps):
     derivative is then a combination of these slopes with the caller's tangents, linear and
     small: reverse mode (``jax.grad``) transposes that combination, not the evaluator. For one
     Gaussian pair at the GG(3) exact level, a cold ``jax.grad`` of the scale after a plain call
-    compiled for 258 s through the transposed evaluator, 184 s this way (2-core CPU), and a
-    forward-mode derivative then compiles nothing more."""
+    compiled for 258 s through the transposed evaluator, 184 s this way (2-core CPU). (A
+    ``jax.jvp`` after a ``jax.grad`` in one process still compiles this program again: JAX lowers
+    it differently under the two, as it did the JVP path before.)"""
     leaves, tree = jax.tree_util.tree_flatten((params, eps))
     n = b.shape[0]
     sizes = _lane_sizes(leaves)
+    starts = np.cumsum([1, *sizes[:-1]])  # direction 0 is b
 
     def direction(k):
-        starts = np.cumsum([1, *sizes[:-1]])
         units = [(jnp.arange(size) == k - start).astype(v.dtype) for v, start, size in zip(leaves, starts, sizes)]
         units = [u[0] if jnp.ndim(v) == 0 else jnp.broadcast_to(u.reshape(jnp.shape(v)[1:]), jnp.shape(v)) for u, v in zip(units, leaves)]
         tangent_b = jnp.full((n,), jnp.where(k == 0, 1.0, 0.0))
