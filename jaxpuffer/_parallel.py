@@ -68,6 +68,29 @@ def granule(mesh: Mesh | None) -> int:
     return VECTOR_LANES * (1 if mesh is None else mesh.size)
 
 
+def bucket(m: int, cap: int, step: int = VECTOR_LANES) -> int:
+    """Padded batch size for m pairs, at most ``cap`` rounded up to a multiple of ``step``: a
+    power of two times ``step`` up to 32·step, then a multiple of 32·step (few compiled shapes, at
+    most 32·step − 1 padded pairs of wasted work). ``step`` is 64 lanes per device
+    (:func:`granule`), so that every pair runs in a full vector lane group:
+    XLA's remainder lanes may round differently by an ulp, and the answer must not depend on how
+    the pairs were batched."""
+    size = step << max(0, (-(-m // step) - 1).bit_length()) if m <= 32 * step else -(-m // (32 * step)) * 32 * step
+    return min(-(-cap // step) * step, size)
+
+
+def pad_index(idx: np.ndarray, size: int) -> np.ndarray:
+    """``idx`` padded to ``size`` by repeating its first entry."""
+    return idx if idx.size >= size else np.concatenate([idx, np.full(size - idx.size, idx[0])])
+
+
+def pad_take(arrays, idx: np.ndarray, size: int):
+    """Gather ``idx`` from each array, padded to ``size`` by repeating the first index (scalars,
+    such as one ε for every pair, are shared as they are)."""
+    padded = pad_index(idx, size)
+    return tuple(a if jnp.ndim(a) == 0 else a[padded] for a in arrays)
+
+
 def over_lanes(fn):
     """``fn(cfg, *args)``, lanewise in every array argument and output (leading axis the lanes;
     0-d arguments are shared by every lane), run over ``cfg.mesh``: one device where it is None,

@@ -656,7 +656,7 @@ def _prune_bounds(cfg, symmetric, params, b, eps, cap, step):
     parts = []
     for start in range(0, n, cap):
         idx = np.arange(start, min(start + cap, n))
-        *part, part_b, part_eps = _pad_take((*params, b, eps), idx, _bucket(idx.size, cap, step))
+        *part, part_b, part_eps = _parallel.pad_take((*params, b, eps), idx, _parallel.bucket(idx.size, cap, step))
         value = _prune_bound_jit(cfg, symmetric, tuple(part), part_b, part_eps)
         if value is None:
             return None
@@ -681,10 +681,10 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     upper bound; a NaN bound counts as +inf). Otherwise every lane, in chunks (one batch where the
     family's exact δ is a closed form). Lanes at scale 0 take the priors' own δ. ``family`` is the
     family's name; ``mesh``: the devices sharing each chunk's lanes; ``search``: the configuration
-    of the calibration's search where it evaluated this ``level``, whose compiled program then
+    of a search at this ``level`` (the calibration's own, or the exact level's with its options), whose compiled program then
     evaluates the certificate (:func:`_delta_by_search`); ``batch``: the most lanes in one
     compiled batch (the calibration's ``chunk_size``; None: all), padded as the search's chunks
-    are (:func:`_bucket`), so that the bound and the cheap δ compile no shape of their own for
+    are (:func:`jaxpuffer._parallel.bucket`), so that the bound and the cheap δ compile no shape of their own for
     each new pair count, and their memory stays bounded.
     """
     fam = families.get(family)
@@ -698,7 +698,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     best = np.zeros(scale.size)
 
     def visit(idx, zero, size):
-        *part, part_b, part_eps = _pad_take((*params, b, eps), idx, _bucket(idx.size, size, step))
+        *part, part_b, part_eps = _parallel.pad_take((*params, b, eps), idx, _parallel.bucket(idx.size, size, step))
         part = tuple(part)
         if zero:
             value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
@@ -751,29 +751,6 @@ def _calibration_bar(total: int, level: str) -> ProgressBar:
     return ProgressBar(total, f"calibrating {total} pairs, {level} level", "pairs")
 
 
-def _bucket(m: int, cap: int, step: int = _parallel.VECTOR_LANES) -> int:
-    """Padded batch size for m pairs, at most ``cap`` rounded up to a multiple of ``step``: a
-    power of two times ``step`` up to 32·step, then a multiple of 32·step (few compiled shapes, at
-    most 32·step − 1 padded pairs of wasted work). ``step`` is 64 lanes per device
-    (:func:`jaxpuffer._parallel.granule`), so that every pair runs in a full vector lane group:
-    XLA's remainder lanes may round differently by an ulp, and the answer must not depend on how
-    the pairs were batched."""
-    size = step << max(0, (-(-m // step) - 1).bit_length()) if m <= 32 * step else -(-m // (32 * step)) * 32 * step
-    return min(-(-cap // step) * step, size)
-
-
-def _pad_index(idx: np.ndarray, size: int) -> np.ndarray:
-    """``idx`` padded to ``size`` by repeating its first entry."""
-    return idx if idx.size >= size else np.concatenate([idx, np.full(size - idx.size, idx[0])])
-
-
-def _pad_take(arrays, idx: np.ndarray, size: int):
-    """Gather ``idx`` from each array, padded to ``size`` by repeating the first index (scalars,
-    such as one ε for every pair, are shared as they are)."""
-    padded = _pad_index(idx, size)
-    return tuple(a if jnp.ndim(a) == 0 else a[padded] for a in arrays)
-
-
 def _pieces(m: int, n: int, step: int = _parallel.VECTOR_LANES, pad: float = 0.25) -> list:
     """Batch sizes that cover m unfinished pairs of a batch of n, each n or step·4^k (few compiled
     shapes, so that a warm run compiles nothing): greedily, the smallest size that holds the rest
@@ -807,8 +784,8 @@ def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
         for size in _pieces(live.size, n, _parallel.granule(cfg.mesh), pad):
             idx = live[start : start + size]
             start += size
-            sub = jax.tree_util.tree_map(lambda a: a[_pad_index(idx, size)], state)
-            *sub_params, sub_eps, sub_target = _pad_take((*params, eps, target), idx, size)
+            sub = jax.tree_util.tree_map(lambda a: a[_parallel.pad_index(idx, size)], state)
+            *sub_params, sub_eps, sub_target = _parallel.pad_take((*params, eps, target), idx, size)
             sub = _search_run_jit(cfg, tuple(sub_params), sub_eps, sub_target, limit, _bisect_from(max_iter), symmetric, sub)
             for field, value in zip(jax.tree_util.tree_leaves(state), jax.tree_util.tree_leaves(sub)):
                 field[idx] = np.asarray(value)[: idx.size]
@@ -828,7 +805,7 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     report = _calibration_bar(n, cfg.level) if progress else None
     for start in range(0, n, cap):
         idx = np.arange(start, min(start + cap, n))
-        *take, take_eps, take_target = _pad_take((*params, eps, target), idx, _bucket(idx.size, cap, _parallel.granule(cfg.mesh)))
+        *take, take_eps, take_target = _parallel.pad_take((*params, eps, target), idx, _parallel.bucket(idx.size, cap, _parallel.granule(cfg.mesh)))
         take = tuple(take)
         if concrete:
             b, conv, iters = _solve_concrete(cfg, take, take_eps, take_target, max_iter, symmetric)
@@ -862,7 +839,7 @@ def _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs)
     scale would be no proof of δ = 0. δ(0) by the certificate's compiled program, padded as its
     chunks are (run eagerly, op by op, a mixture pair's took 30 s and 584 small compiles)."""
     n_lanes = params[0].shape[0]
-    *part, part_eps = _pad_take((*params, lane_eps), np.arange(n_lanes), _bucket(n_lanes, n_lanes))
+    *part, part_eps = _parallel.pad_take((*params, lane_eps), np.arange(n_lanes), _parallel.bucket(n_lanes, n_lanes))
     cfg = _Config("exact", noise_key, "bisection", 0.0, family.name)
     at_zero = np.asarray(_delta_at_zero_jit(cfg, pairs.symmetric, tuple(part), part_eps))[:n_lanes]
     needs = np.flatnonzero((np.asarray(lane_delta) == 0) & (at_zero > 0))
@@ -1002,7 +979,7 @@ class _Run(NamedTuple):
     iterations: Any
     solver: str
     mesh: Any
-    search: Any  # the search's _Config where it evaluated the certified level (its program certifies), else None
+    search: Any  # the _Config of the search program that evaluates the certified level (its program certifies); None: the theorem's
     chunk_size: Any  # lanes per compiled batch (calibrate's argument; None: all)
 
 
@@ -1090,8 +1067,12 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     certified = level if certify == "level" or not families.has_exact(family, kernel) else "exact"
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
+    # the certificate runs the search program of the certified level: this call's own, or the one
+    # an exact-level call with these options compiles (a coupling-level call, then an exact-level
+    # call, compile the exact evaluator once, not twice)
+    search = cfg if certified == level else _Config("exact", noise_key, solver, float(rtol), family.name, mesh=mesh)
     return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, kernel.with_shape(shape) if shape else noise_key, certified, converged, iterations, solver_name, mesh,
-                cfg if certified == level else None, chunk_size)
+                search if certified != "theorem" else None, chunk_size)
 
 
 def _process_part_fingerprint(run: _Run, options) -> bytes:

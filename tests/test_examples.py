@@ -1,9 +1,11 @@
 """The example scripts run, print their numbers and write their figures."""
+import os
 import pathlib
 import runpy
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 
@@ -11,9 +13,13 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
 def run_example(name, tmp_path, *extra):
+    """Run a script in a fresh process, as a user would. It uses this test session's compile cache
+    (conftest), as a user's process uses theirs: it loads the programs the tests compiled before it,
+    and the ones it compiles serve the tests after it."""
+    env = dict(os.environ, JAXPUFFER_CACHE="1", JAXPUFFER_CACHE_DIR=jax.config.jax_compilation_cache_dir)
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / name), "--out", str(tmp_path), *extra],
-        capture_output=True, text=True, timeout=600, cwd=EXAMPLES,
+        capture_output=True, text=True, timeout=600, cwd=EXAMPLES, env=env,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc.stdout

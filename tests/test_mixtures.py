@@ -186,14 +186,15 @@ def test_exact_mixture_delta_matches_high_precision_integration(noise):
     # priors that nearly agree (means moved by ≤ 5e-4), at small ε: the pieces whose sign is not
     # proven added up to δ ~1e-4 where the plan's coupling bound, also ≥ δ, is far lower (a 2-component
     # pair with Gaussian noise: 2.8e-4, the bound 2.5e-5, the truth 5.3e-7); the level now never
-    # reports more than that bound
+    # reports more than that bound (computed in its own program: delta_coupling's program rounds
+    # the same sums differently, measured up to 4e-13 relative either way in batches of 64 lanes)
     rng = np.random.default_rng(5)
     moved = (first[0], first[1] + rng.uniform(-5e-4, 5e-4, first[1].shape), first[2])
     near = jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*moved), symmetric=True)
     got = np.asarray(jp.delta_exact(near, 0.35, 0.002, noise=noise))
     bound = np.asarray(jp.delta_coupling(near, 0.35, 0.002, noise=noise))
     ref = np.array([mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in moved), 0.35, 0.002, noise) for i in range(10)])
-    assert np.all(got <= bound) and np.all(got >= ref - 1e-15), (got, bound, ref)
+    assert np.all(got <= bound * (1 + 1e-12)) and np.all(got >= ref - 1e-15), (got, bound, ref)
 
 
 def test_exact_mixture_calibration_is_sound_on_500_random_pairs():
