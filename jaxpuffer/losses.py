@@ -646,7 +646,7 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         exceeds its budget or a piece's sign is not proven (Laplace and Gaussian noise), and
         everywhere under ``GeneralizedGaussian(p)`` (default: ``jp.gmm_coupling(pairs, cost="w2")``).
 
-    Concrete inputs are evaluated in batches padded to the sizes ``calibrate`` uses (64, 128,
+    Concrete Gaussian and mixture inputs are evaluated in batches padded to the sizes ``calibrate`` uses (64, 128,
     256, ... lanes; :func:`_on_buckets`), so calls with a few pairs share one compiled program.
     For mixture priors the value is an upper bound whose looseness follows the rounding: in
     another batch shape or on another backend a piece proven in one program may not be in the
