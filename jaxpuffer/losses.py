@@ -552,8 +552,7 @@ def _on_pair_lanes(jitted, static, arrays, symmetric, shape):
 
 
 def _discrete_delta_program(static, x, p, q, b, eps, symmetric):
-    level, noise, _ = static  # (every lane is evaluated: padded or not)
-    return discrete_delta(level, noise, x, p, q, b, eps, symmetric)
+    return discrete_delta(*static, x, p, q, b, eps, symmetric)
 
 
 _discrete_delta_jit = ExportedJit(_discrete_delta_program)
@@ -583,8 +582,9 @@ def _is_mixture(pairs) -> bool:
 def _mixture_delta_program(static, *lanes):
     level, noise, with_zero, padded = static
     *params, b, eps, symmetric = lanes
+    params = tuple(params)
     ok = b > 0
-    value = mixture_delta(level, noise, tuple(params), jnp.where(ok, b, 1.0), eps, symmetric, padded)
+    value = mixture_delta(level, noise, params, jnp.where(ok, b, 1.0), eps, symmetric, padded)
     if not with_zero:
         return value
     return jnp.where(ok, value, mixture_delta_at_zero(params, eps, symmetric))
@@ -663,7 +663,7 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         key = _noise_key(noise)
         # unpadded: padded to 64 lanes, discrete ⊛ Gaussian noise came out 5.6e-6 below the truth on
         # test_soundness's near-tangent bump (8.179097e-15 against 8.179143e-15); not yet understood
-        return _discrete_delta_jit(("exact", key, False), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
+        return _discrete_delta_jit(("exact", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
     key = _noise_key(noise)
     pairs, args = _prepare(pairs, scale, eps)
     return _on_pair_lanes(_pair_delta_jit, ("exact", key), args, pairs.symmetric, args[0].shape)
@@ -710,7 +710,7 @@ def delta_coupling(
         key = _noise_key(noise)
         # unpadded: padded to 64 lanes, discrete ⊛ Gaussian noise came out 5.6e-6 below the truth on
         # test_soundness's near-tangent bump (8.179097e-15 against 8.179143e-15); not yet understood
-        return _discrete_delta_jit(("coupling", key, False), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
+        return _discrete_delta_jit(("coupling", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
     noise = _noise_key(noise)
     pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     _validate.positive("scale", b)
