@@ -65,7 +65,7 @@ from ._parallel import on_lanes
 from .bounds import _gaussian_pairs
 from ._roots import GRID_CORE as _CORE, GRID_TAIL as _TAIL, first_true, illinois, merge_sorted, bisect_widest, crossing_start, newton_bracket, quadratic_start, sign_floor
 from .losses_coupling import coupling_kernel, coupling_laplace_closed, coupling_quadrature
-from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass, tail_normalized
+from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass, normal_mass_ulps, tail_normalized
 from .losses_discrete import discrete_delta, discrete_probabilistic
 from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from .noise import kernels
@@ -136,13 +136,14 @@ def gaussian_hockey_stick(d_mu, s1, s2, eps):
     ends_lo, ends_hi = jnp.stack(jnp.broadcast_arrays(first_lo, hi)), jnp.stack(jnp.broadcast_arrays(first_hi, inf))
     # [P1 − e^ε P2] of each interval, rounded up by a bound on its rounding error; both priors'
     # masses in one normal_mass call (one Φ evaluation site: compile time grows with the sites)
-    both = normal_mass(
-        jnp.stack([standard(ends_lo, d_mu, s1), standard(ends_lo, 0.0, s2)]),
-        jnp.stack([standard(ends_hi, d_mu, s1), standard(ends_hi, 0.0, s2)]),
-    )
+    ends = (jnp.stack([standard(ends_lo, d_mu, s1), standard(ends_lo, 0.0, s2)]),
+            jnp.stack([standard(ends_hi, d_mu, s1), standard(ends_hi, 0.0, s2)]))
+    both = normal_mass(*ends)
+    # the masses' own rounding (normal_mass_ulps) and that of their difference
+    ulps = normal_mass_ulps(*ends) + _ROUNDING_ULPS
     p1, p2 = both[0], both[1]
     e_eps = jnp.exp(eps)
-    mass = jnp.maximum(p1 - e_eps * p2, 0.0) + _ROUNDING_ULPS * jnp.finfo(jnp.float64).eps * (p1 + e_eps * p2)
+    mass = jnp.maximum(p1 - e_eps * p2, 0.0) + jnp.finfo(jnp.float64).eps * (ulps[0] * p1 + e_eps * ulps[1] * p2)
     return jnp.minimum(jnp.where(used[0], mass[0], 0.0) + jnp.where(used[1], mass[1], 0.0), 1.0)
 
 
@@ -552,7 +553,8 @@ def _on_pair_lanes(jitted, static, arrays, symmetric, shape):
 
 
 def _discrete_delta_program(static, x, p, q, b, eps, symmetric):
-    return discrete_delta(*static, x, p, q, b, eps, symmetric)
+    level, noise, _ = static  # (every lane is evaluated: padded or not)
+    return discrete_delta(level, noise, x, p, q, b, eps, symmetric)
 
 
 _discrete_delta_jit = ExportedJit(_discrete_delta_program)
@@ -646,7 +648,7 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         exceeds its budget or a piece's sign is not proven (Laplace and Gaussian noise), and
         everywhere under ``GeneralizedGaussian(p)`` (default: ``jp.gmm_coupling(pairs, cost="w2")``).
 
-    Concrete Gaussian and mixture inputs are evaluated in batches padded to the sizes ``calibrate`` uses (64, 128,
+    Concrete inputs are evaluated in batches padded to the sizes ``calibrate`` uses (64, 128,
     256, ... lanes; :func:`_on_buckets`), so calls with a few pairs share one compiled program.
     For mixture priors the value is an upper bound whose looseness follows the rounding: in
     another batch shape or on another backend a piece proven in one program may not be in the
@@ -660,10 +662,8 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
     if _is_mixture(pairs):
         return _mixture_public("exact", pairs, scale, eps, noise, weights)
     if _is_discrete(pairs):
-        key = _noise_key(noise)
-        # unpadded: padded to 64 lanes, discrete ⊛ Gaussian noise came out 5.6e-6 below the truth on
-        # test_soundness's near-tangent bump (8.179097e-15 against 8.179143e-15); not yet understood
-        return _discrete_delta_jit(("exact", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
+        x, p, q, b, e = _prepare_discrete(pairs, scale, eps)
+        return _on_pair_lanes(_discrete_delta_jit, ("exact", _noise_key(noise)), (x, p, q, b, e), pairs.symmetric, b.shape)
     key = _noise_key(noise)
     pairs, args = _prepare(pairs, scale, eps)
     return _on_pair_lanes(_pair_delta_jit, ("exact", key), args, pairs.symmetric, args[0].shape)
@@ -707,10 +707,8 @@ def delta_coupling(
     if _is_discrete(pairs):
         if method != "closed":
             raise ValueError("method must be 'closed' for Discrete pairs (the plan's finite sum is exact)")
-        key = _noise_key(noise)
-        # unpadded: padded to 64 lanes, discrete ⊛ Gaussian noise came out 5.6e-6 below the truth on
-        # test_soundness's near-tangent bump (8.179097e-15 against 8.179143e-15); not yet understood
-        return _discrete_delta_jit(("coupling", key), *_prepare_discrete(pairs, scale, eps), pairs.symmetric)
+        x, p, q, b, e = _prepare_discrete(pairs, scale, eps)
+        return _on_pair_lanes(_discrete_delta_jit, ("coupling", _noise_key(noise)), (x, p, q, b, e), pairs.symmetric, b.shape)
     noise = _noise_key(noise)
     pairs, (d_mu, s1, s2, b, eps) = _prepare(pairs, scale, eps)
     _validate.positive("scale", b)

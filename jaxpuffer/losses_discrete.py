@@ -22,7 +22,9 @@ zero is exact).
 **Exact, Gaussian noise — certified grid.** r(y) = log p(y) − log q(y) − ε is evaluated (log-sum-exp)
 on ``_GRID`` points over [x_1 − Tθ, x_n + Tθ], T = 12 (P's mass beyond, < 2·1.8e-33, is added to
 δ); each sign change is refined by safeguarded Newton steps (r' = (m_p(y) − m_q(y))/θ², the
-posterior means of the atom), and δ = Σ [P − e^ε Q] over the positive pieces, in Φ-differences.
+posterior means of the atom), and δ = Σ [P − e^ε Q] over the positive pieces, in Φ-differences
+(:func:`~jaxpuffer.noise.normal_mass`; rounded up by its error bound, 64 + 2z² ulps of each
+atom's mass, and by ``_ULPS`` ulps of the sums).
 Certification: f = p − e^ε q = Σ c_k φ_θ(y − x_k) has at most S⁻(c) zeros (the Gaussian kernel is
 totally positive; S⁻ = sign changes of c_k = p_k − e^ε q_k). When the grid finds S⁻(c) sign
 changes, every root is found, one per cell, and δ is exact. Otherwise every cell [a, c] is proven
@@ -67,7 +69,7 @@ from jax.nn import logsumexp
 from . import losses_enclosure as enclosure
 from .couplings import quantile_masses, vmap_pairs
 from ._roots import cell_upper, log_or_minus_inf, newton_bracket
-from .noise import kernels, normal_mass
+from .noise import kernels, normal_mass, normal_mass_ulps
 
 _ULPS = 64
 _EPS64 = float(jnp.finfo(jnp.float64).eps)
@@ -205,13 +207,19 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         return lp - lq - eps, (mp - mq) / theta**2
 
     def masses(u, v):
-        cell = normal_mass((u[..., None] - x) / theta, (v[..., None] - x) / theta)
-        return jnp.sum(p * cell, axis=-1), jnp.sum(q * cell, axis=-1)
+        lo, hi = (u[..., None] - x) / theta, (v[..., None] - x) / theta
+        cell = normal_mass(lo, hi)
+        return jnp.sum(p * cell, axis=-1), jnp.sum(q * cell, axis=-1), lo, hi, cell
+
+    def error(lo, hi, cell):
+        """A bound on the rounding error of P − e^ε Q's masses, in units of 2⁻⁵²."""
+        return jnp.sum((p + e_eps * q) * cell * normal_mass_ulps(lo, hi), axis=-1)
 
     def cells(y):
         """Per cell of the ascending points y (last axis): P and Q masses of its positive piece,
-        the P and Q slack it needs where the enclosure does not prove its sign pattern, and
-        whether it needs any."""
+        the P and Q slack it needs where the enclosure does not prove its sign pattern, a bound on
+        the rounding error of its piece's masses, whether it needs slack, and whether its ends'
+        signs differ."""
         lp, mp, lq, mq = evaluate(y)
         r = lp - lq - eps
         pos = r > 0
@@ -222,8 +230,8 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         u = jnp.where(pos[..., :-1], a, hi)
         v = jnp.where(pos[..., 1:], c, lo)
         has_piece = pos[..., :-1] | pos[..., 1:]
-        piece_p, piece_q = masses(u, v)
-        cell_p, cell_q = masses(a, c)
+        piece_p, piece_q, *piece = masses(u, v)
+        cell_p, cell_q = masses(a, c)[:2]
         # on the bracket ∫ [p − e^ε q]_+ ≤ P·(1 − e^{−sup r}), sup r ≤ r(positive end) + |r'|·width,
         # |r'| = |m_p − m_q|/θ² ≤ (x_n − x_1)/θ²
         sup_r = top + (hi - lo) * (x[-1] - x[0]) / theta**2
@@ -246,31 +254,34 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         many_roots = change & ~(jnp.where(pos[..., 1:], rising, falling) & in_pool)
         flagged = hidden_peak | hidden_dip | many_roots
         return (jnp.where(has_piece, piece_p, 0.0), jnp.where(has_piece, piece_q, 0.0), held,
-                jnp.where(flagged, cell_p, 0.0), jnp.where(hidden_dip | many_roots, cell_q, 0.0), flagged, change)
+                jnp.where(flagged, cell_p, 0.0), jnp.where(hidden_dip | many_roots, cell_q, 0.0),
+                jnp.where(has_piece, error(*piece), 0.0), flagged, change)
 
     y = jnp.linspace(x[0] - _TAIL_SIGMAS * theta, x[-1] + _TAIL_SIGMAS * theta, _GRID)
-    piece_p, piece_q, held, slack_p, slack_q, flagged, change = cells(y)
+    piece_p, piece_q, held, slack_p, slack_q, piece_error, flagged, change = cells(y)
     # the cells that could not be proven (largest slack first) are subdivided and analysed again
     need = jnp.where(flagged, slack_p + e_eps * slack_q, -1.0)
     pick = jax.lax.top_k(need, _REFINE_CELLS)[1]
     fine = y[pick][:, None] + (y[pick + 1] - y[pick])[:, None] * jnp.linspace(0.0, 1.0, _REFINE_POINTS)
     fine = fine.at[:, -1].set(y[pick + 1])
     sub_cells = cells(fine)
-    sub = [t.sum(axis=-1) for t in sub_cells[:5]]
+    sub = [t.sum(axis=-1) for t in sub_cells[:6]]
     # summed over the cells not picked, never as the total less the picked ones (a picked cell's
     # large slack less itself can cancel the rest away: the mixture evaluator's harness seed 47)
     kept = jnp.ones(need.shape, bool).at[pick].set(False)
-    refined = [jnp.sum(jnp.where(kept, t, 0.0)) + s.sum() for t, s in zip((piece_p, piece_q, held, slack_p, slack_q), sub)]
-    coarse = [t.sum() for t in (piece_p, piece_q, held)] + [0.0, 0.0]  # exact: no slack
+    summed = (piece_p, piece_q, held, slack_p, slack_q, piece_error)
+    refined = [jnp.sum(jnp.where(kept, t, 0.0)) + s.sum() for t, s in zip(summed, sub)]
+    coarse = [t.sum() for t in summed[:3]] + [0.0, 0.0, piece_error.sum()]  # exact: no slack
     # the sign changes of c_k = p_k − e^ε q_k bound the roots (module docstring): when the grid
     # found that many, every cell's pattern is proven and the coarse pass is exact
     exact = jnp.sum(change) == _sign_changes(p - e_eps * q)
-    p_a, q_a, held, slack_p, slack_q = (jnp.where(exact, t0, t1) for t0, t1 in zip(coarse, refined))
+    p_a, q_a, held, slack_p, slack_q, piece_error = (jnp.where(exact, t0, t1) for t0, t1 in zip(coarse, refined))
     tail = 2.0 * _TAIL_MASS  # P's mass beyond the grid on either side; its e^ε Q part only lowers δ
-    rounding = _ULPS * _EPS64 * (p_a + e_eps * q_a)
+    # the masses' own errors (normal_mass_ulps), and their sums'
+    rounding = _EPS64 * (piece_error + _ULPS * (p_a + e_eps * q_a))
     hockey = jnp.maximum(p_a - e_eps * q_a, 0.0) + rounding + held + slack_p + e_eps * slack_q + tail
     prob = p_a + rounding + held + slack_p + tail
-    diagnostics = (jnp.sum(flagged), jnp.sum(flagged[pick]), jnp.sum(sub_cells[5]), exact)
+    diagnostics = (jnp.sum(flagged), jnp.sum(flagged[pick]), jnp.sum(sub_cells[6]), exact)
     return jnp.minimum(hockey, 1.0), jnp.minimum(prob, 1.0), diagnostics
 
 

@@ -13,6 +13,7 @@ from .convolved import (  # noqa: F401  (the evaluators' special functions)
     log_mills,
     log_ndtr_accurate,
     normal_mass,
+    normal_mass_ulps,
     safe_erfcx,
     shift_agm,
     tail_normalized,

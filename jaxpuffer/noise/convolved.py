@@ -21,6 +21,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.scipy.special import erfcx, log_ndtr, ndtr
 
 _SQRT_HALF = math.sqrt(0.5)
@@ -191,16 +192,39 @@ def interval_mass(F_a, S_a, F_c, S_c, a, c, mu):
     return mass, size
 
 
-def normal_mass(a, c):
-    """P(a < Z ≤ c) for standard normal Z, from the tail on the side that avoids cancellation.
+# Gauss-Legendre nodes and weights on [-1, 1] (numpy.polynomial.legendre.leggauss(6)), for the
+# mass of a narrow interval
+_LEGENDRE_NODES, _LEGENDRE_WEIGHTS = (tuple(float(v) for v in t) for t in np.polynomial.legendre.leggauss(6))
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
+
+def normal_mass(a, c):
+    """P(a < Z ≤ c) for standard normal Z, to a relative error of :func:`normal_mass_ulps` ulps.
+
+    A wide interval is a difference of two tails Q(|·|) = Φ(−|·|) on the side that avoids
+    cancellation (or 1 less both, across 0). A narrow one, (c − a)·max(|a + c|/2, 1) ≤ 1/2, is
+    6-point Gauss-Legendre quadrature of φ: there the two tails agree to many digits and their
+    difference loses them (measured against mpmath: up to 1e13 ulps at z ≈ 12 and width 1e-12;
+    the discrete ⊛ Gaussian evaluator's narrow cells by a root came out 5.6e-6 low in δ). Beyond,
+    the tails differ by a factor e^{−1/2} or more, so their difference loses under 2 bits.
     ``a`` may be −inf and ``c`` +inf.
     """
-    right_a, right_c, left_c, left_a = ndtr(-a), ndtr(-c), ndtr(c), ndtr(a)  # each once (compile time)
-    upper = right_a - right_c  # both tails on the right
-    lower = left_c - left_a  # both on the left
-    middle = 1.0 - left_a - right_c
-    return jnp.where(a >= 0, upper, jnp.where(c <= 0, lower, middle))
+    width, mid = c - a, 0.5 * (a + c)
+    narrow = width * jnp.maximum(jnp.abs(mid), 1.0) <= 0.5  # False for infinite ends
+    half, mid = jnp.where(narrow, 0.5 * width, 0.0), jnp.where(narrow, mid, 0.0)
+    quadrature = sum(w * jnp.exp(-0.5 * (mid + half * t) ** 2) for t, w in zip(_LEGENDRE_NODES, _LEGENDRE_WEIGHTS))
+    tail_a, tail_c = ndtr(-jnp.abs(a)), ndtr(-jnp.abs(c))  # Q(|a|), Q(|c|): one Φ site each
+    tails = jnp.where(a >= 0, tail_a - tail_c, jnp.where(c <= 0, tail_c - tail_a, 1.0 - tail_a - tail_c))
+    return jnp.where(narrow, half * _INV_SQRT_2PI * quadrature, tails)
+
+
+def normal_mass_ulps(a, c):
+    """A bound, in ulps, on :func:`normal_mass`'s relative error: 64 + 2 z², z = the end nearest 0
+    (0 where [a, c] holds 0). Φ's own relative error grows like z² ulps (jax's ndtr against mpmath:
+    4 ulps at z < 2, 63 at z ≈ 10, 1,007 at z ≈ 37), as does exp(−z²/2) in the quadrature;
+    ``tests/test_soundness.py`` checks the bound against mpmath."""
+    z = jnp.maximum(jnp.maximum(a, -c), 0.0)
+    return 64.0 + 2.0 * jnp.minimum(z, 1e150) ** 2
 
 
 def shift_agm(w, theta, eps):
