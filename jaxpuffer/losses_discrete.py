@@ -207,13 +207,12 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         return lp - lq - eps, (mp - mq) / theta**2
 
     def masses(u, v):
+        """P and Q masses of (u, v], and a bound on their rounding error in units of 2⁻⁵² (of
+        P + e^ε Q; normal_mass_ulps of each atom's mass)."""
         lo, hi = (u[..., None] - x) / theta, (v[..., None] - x) / theta
         cell = normal_mass(lo, hi)
-        return jnp.sum(p * cell, axis=-1), jnp.sum(q * cell, axis=-1), lo, hi, cell
-
-    def error(lo, hi, cell):
-        """A bound on the rounding error of P − e^ε Q's masses, in units of 2⁻⁵²."""
-        return jnp.sum((p + e_eps * q) * cell * normal_mass_ulps(lo, hi), axis=-1)
+        error = jnp.sum((p + e_eps * q) * cell * normal_mass_ulps(lo, hi), axis=-1)
+        return jnp.sum(p * cell, axis=-1), jnp.sum(q * cell, axis=-1), error
 
     def cells(y):
         """Per cell of the ascending points y (last axis): P and Q masses of its positive piece,
@@ -230,8 +229,8 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         u = jnp.where(pos[..., :-1], a, hi)
         v = jnp.where(pos[..., 1:], c, lo)
         has_piece = pos[..., :-1] | pos[..., 1:]
-        piece_p, piece_q, *piece = masses(u, v)
-        cell_p, cell_q = masses(a, c)[:2]
+        piece_p, piece_q, piece_error = masses(u, v)
+        cell_p, cell_q, _ = masses(a, c)
         # on the bracket ∫ [p − e^ε q]_+ ≤ P·(1 − e^{−sup r}), sup r ≤ r(positive end) + |r'|·width,
         # |r'| = |m_p − m_q|/θ² ≤ (x_n − x_1)/θ²
         sup_r = top + (hi - lo) * (x[-1] - x[0]) / theta**2
@@ -255,7 +254,7 @@ def _gaussian_regions_one(x, p, q, theta, eps):
         flagged = hidden_peak | hidden_dip | many_roots
         return (jnp.where(has_piece, piece_p, 0.0), jnp.where(has_piece, piece_q, 0.0), held,
                 jnp.where(flagged, cell_p, 0.0), jnp.where(hidden_dip | many_roots, cell_q, 0.0),
-                jnp.where(has_piece, error(*piece), 0.0), flagged, change)
+                jnp.where(has_piece, piece_error, 0.0), flagged, change)
 
     y = jnp.linspace(x[0] - _TAIL_SIGMAS * theta, x[-1] + _TAIL_SIGMAS * theta, _GRID)
     piece_p, piece_q, held, slack_p, slack_q, piece_error, flagged, change = cells(y)
