@@ -93,7 +93,7 @@ _BISECTIONS = 16
 _BISECT_LANES = 2
 _ROOT_STEPS = 8  # safeguarded Newton steps per crossing (quadratic from the regula-falsi start)
 _PEAK_STEPS = 16  # Illinois steps locating a hidden peak (root of the slope)
-_ROUNDING_ULPS = 64  # δ is rounded up by this many ulps of the CDF values it subtracts (×(1 + e^ε))
+_ROUNDING_ULPS = 64  # Gaussian noise: δ is rounded up by this many ulps of the masses it subtracts, beyond their own errors
 
 
 # ----------------------------------------------------------------------------- Gaussian noise
@@ -362,7 +362,7 @@ def _laplace_masses(g, points, cdfs, used, sgn, hidden, slack, spread, m1, m2, e
     e_eps = jnp.exp(eps)
 
     def interval(a, c, ends_i, ends_j, mu_i, mu_j):
-        """[P_i − e^ε P_j](a, c] and the size its rounding error scales with;
+        """[P_i − e^ε P_j](a, c] and a bound on its rounding error in ulps (interval_mass);
         ``ends`` = (F(a), S(a), F(c), S(c)) of each prior."""
         p_i, size_i = interval_mass(*ends_i, a, c, mu_i)
         p_j, size_j = interval_mass(*ends_j, a, c, mu_j)
@@ -398,9 +398,10 @@ def _laplace_masses(g, points, cdfs, used, sgn, hidden, slack, spread, m1, m2, e
         ]
         total = sum(jnp.sum(jnp.where(mask, jnp.maximum(val, 0.0), 0.0)) for mask, (val, _) in pieces)
         size = sum(jnp.sum(jnp.where(mask, mag, 0.0)) for mask, (_, mag) in pieces)
-        # round up by a bound on the rounding error of the sums (P_i − e^ε P_j cancels when δ is
-        # tiny against the masses), and by the sign floor's slack: δ never comes out too small
-        rounding = _ROUNDING_ULPS * jnp.finfo(jnp.float64).eps * size
+        # round up by a bound on the rounding error of the masses and their sums (interval_mass:
+        # P_i − e^ε P_j cancels when δ is tiny against the masses), and by the sign floor's slack:
+        # δ never comes out too small
+        rounding = jnp.finfo(jnp.float64).eps * size
         out.append(jnp.minimum(total + rounding + slack[k] + held[k], 1.0))
     return out[0], out[1]
 

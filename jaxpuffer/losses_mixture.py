@@ -97,7 +97,6 @@ EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ no
 
 _ROOT_STEPS = 12  # safeguarded Newton steps per zero (8 left near-tangent flanks short: δ(b) jittered)
 _EXTREMUM_STEPS = 16  # Illinois steps on f' per extremum
-_ROUNDING_ULPS = 64
 _EPS64 = float(jnp.finfo(jnp.float64).eps)
 _CORE_SIGMAS = 13.0
 _REFINE_PIECES = 16  # unproven pieces subdivided per pair (both orders together)
@@ -384,7 +383,7 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps):
     for k in range(2):
         p, q, size_p, size_q = mass[:, k], mass[:, 1 - k], mag[:, k], mag[:, 1 - k]
         value = p - e_eps * q
-        rounding = _ROUNDING_ULPS * _EPS64 * (size_p + e_eps * size_q)
+        rounding = _EPS64 * (size_p + e_eps * size_q)  # (interval_mass: the masses' errors, in ulps)
         f_a = jnp.concatenate([f_pts[k, :1], f_pts[k]])  # f at each piece's ends (an outer
         f_c = jnp.concatenate([f_pts[k], f_pts[k, -1:]])  # piece: its one finite end)
         # a piece with f ≥ 0 at both ends holds P_i − e^ε P_j, raised by its rounding bound and,
@@ -411,7 +410,7 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps):
             ),
         )
         inner = jnp.minimum(inner, width * dens_max[k])
-        bounds.append(jnp.concatenate([piece[:1] + p[:1], inner, piece[-1:] + p[-1:]]))
+        bounds.append(jnp.concatenate([piece[:1] + p[:1] + rounding[:1], inner, piece[-1:] + p[-1:] + rounding[-1:]]))
         unproven.append(~split & jnp.where(positive[1:-1], dip > 0, own > 0) & (width > 0))
     return jnp.stack(bounds), jnp.stack(unproven)
 
