@@ -50,7 +50,8 @@ cells into ``_REFINE_POINTS`` points each — and analysed again; a subcell stil
 P·(1 − e^{−U})_+ + e^ε Q(piece). On the pairs that have such subcells (few: they are gathered,
 :func:`jaxpuffer._parallel.on_lanes`), the ``_REFINE_AGAIN`` largest are subdivided once more,
 and each of their parts adds P − e^ε Q where L > 0, else P·(1 − e^{−U})_+ (valid on any cell,
-whatever its roots; tight where the parts are narrow); the lesser of the two results is kept. The result is never below the true δ.
+whatever its roots; tight where the parts are narrow); the lesser of the two results is kept.
+The result is never below the true δ.
 
 The same regions give the *probabilistic* δ of the Kantorovich paper's Theorem 3 (δ-approximation):
 P_{Y∼p}(log p(Y)/q(Y) > ε) = P(A), A = {p > e^ε q}, which is ≥ the hockey-stick P(A) − e^ε Q(A).
@@ -85,7 +86,7 @@ _TAIL_MASS = 1.8e-33  # ≥ Φ(−12)
 _NEWTON_STEPS = 24  # safeguarded Newton steps per root (only the cells with a sign change)
 _BISECTIONS = 40  # then bisection, where Newton stalled (the root's bracket is held in δ)
 _REFINE_CELLS = 8  # unproven grid cells subdivided per pair and order
-_REFINE_AGAIN = (2, 129)  # of their subcells, those still unproven subdivided again (bounded by the enclosure alone), and into how many points
+_REFINE_AGAIN = (2, 129)  # unproven subcells subdivided again (bounded by the enclosure alone), into so many points
 _REFINE_POINTS = 33  # points per subdivided cell
 
 
@@ -351,18 +352,21 @@ def _gaussian_regions_one(x, p, q, theta, eps):
     # found that many, every cell's pattern is proven and the coarse pass is exact
     exact = jnp.sum(change) == _sign_changes(p - pair.e_eps * q)
     hockey, prob = _totals([jnp.where(exact, t0, t1) for t0, t1 in zip(coarse, refined)], pair.e_eps)
-    _, kept_sub, finer = _subdivide(sub[8], fine[:, :-1], fine[:, 1:], *_REFINE_AGAIN)
+    pick_sub, kept_sub, finer = _subdivide(sub[8], fine[:, :-1], fine[:, 1:], *_REFINE_AGAIN)
+    live = sub[6].reshape(-1)[pick_sub]  # a picked subcell that was proven keeps its own value
+    kept_sub = kept_sub.at[pick_sub].set(~live)
     without = [o + jnp.sum(jnp.where(kept_sub, t.reshape(-1), 0.0)) for o, t in zip(outside, sub[:6])]
     diagnostics = (jnp.sum(flagged), jnp.sum(flagged[pick]), jnp.sum(sub[6]), exact)
-    return hockey, prob, diagnostics, (~exact & jnp.any(sub[6]), finer, without)
+    return hockey, prob, diagnostics, (~exact & jnp.any(live), finer, live, without)
 
 
-def _last_pass_one(x, p, q, theta, eps, finer, without):
+def _last_pass_one(x, p, q, theta, eps, finer, live, without):
     """(hockey-stick δ, probabilistic δ) of one pair and order with the subcells still unproven
-    after :func:`_gaussian_regions_one`'s pass subdivided once more (``finer``) and bounded by the
-    enclosure alone (:meth:`_Cells.bounded`), ``without`` the sums over every other cell."""
+    after :func:`_gaussian_regions_one`'s pass (rows of ``finer`` where ``live``) subdivided once
+    more and bounded by the enclosure alone (:meth:`_Cells.bounded`), ``without`` the sums over
+    every other cell."""
     pair = _Cells(x, p, q, theta, eps)
-    hockey, prob = (t.sum() for t in pair.bounded(finer))
+    hockey, prob = (jnp.sum(jnp.where(live[:, None], t, 0.0)) for t in pair.bounded(finer))
     p_a, q_a, held, slack_p, slack_hockey, piece_error = without
     return _totals((p_a, q_a, held, slack_p + prob, slack_hockey + hockey, piece_error), pair.e_eps)
 
@@ -373,12 +377,12 @@ def _gaussian_regions(x, p, q, theta, eps):
     kept (both bound δ from above)."""
     ok = theta > 0
     theta_ok = jnp.where(ok, theta, 1.0)
-    hockey, prob, _, (again, finer, without) = vmap_pairs(_gaussian_regions_one, x, p, q, theta_ok, eps)
+    hockey, prob, _, (again, finer, live, without) = vmap_pairs(_gaussian_regions_one, x, p, q, theta_ok, eps)
     batch, n = p.shape[:-1], p.shape[-1]
     lanes = [jnp.broadcast_to(a, batch + (n,)).reshape(-1, n) for a in (x, p, q)]
     lanes += [jnp.broadcast_to(a, batch).reshape(-1) for a in (theta_ok, eps)]
     flat = lambda t: t.reshape((-1,) + t.shape[len(batch):])  # noqa: E731
-    last = on_lanes(jax.vmap(_last_pass_one), flat(again), (flat(hockey), flat(prob)), *lanes, flat(finer), [flat(t) for t in without])
+    last = on_lanes(jax.vmap(_last_pass_one), flat(again), (flat(hockey), flat(prob)), *lanes, flat(finer), flat(live), [flat(t) for t in without])
     hockey, prob = (jnp.minimum(t, u.reshape(batch)) for t, u in zip((hockey, prob), last))
     atoms = atom_hockey(x, p, q, eps)
     return jnp.where(ok, hockey, atoms), jnp.where(ok, prob, atoms)
