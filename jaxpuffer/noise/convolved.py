@@ -203,8 +203,8 @@ def interval_mass(F_a, S_a, F_c, S_c, a, c, mu):
     median is a difference of two values near 1/2."""
     mass = jnp.where(c <= mu, F_c - F_a, jnp.where(a >= mu, S_a - S_c, 1.0 - F_a - S_c))
     err = lambda v: v * tail_ulps(v) + _UNDERFLOW_ULPS  # noqa: E731
-    size = jnp.where(c <= mu, err(F_c) + err(F_a), jnp.where(a >= mu, err(S_a) + err(S_c), 64.0 + err(F_a) + err(S_c)))
-    return mass, size
+    error_ulps = jnp.where(c <= mu, err(F_c) + err(F_a), jnp.where(a >= mu, err(S_a) + err(S_c), 64.0 + err(F_a) + err(S_c)))
+    return mass, error_ulps
 
 
 # Gauss-Legendre nodes and weights on [-1, 1] (numpy.polynomial.legendre.leggauss(6)), for the
