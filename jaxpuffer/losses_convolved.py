@@ -271,23 +271,37 @@ def _grid(kernel, mu, sigma, b):
     return jnp.sort((mu[:, None] + offsets).reshape(-1))
 
 
-def _tables(kernel, mu, sigma, b, ends):
+def _tables(kernel, mu, sigma, b, ends, parent=None):
     """The cells' tables for :func:`losses_enclosure.cell_bounds`, each prior an "atom": log p at the
     ends (chords), the line through the V bound's ends 2ℓ(m) − ℓ(c) and 2ℓ(m) − ℓ(a) (in place of
-    the tangent at m), the masses, and each value's error (module docstring)."""
+    the tangent at m), the masses, and each value's error (module docstring). ``"reuse"``: each
+    cell's density bounds at its ends and midpoint, (lower, upper) each (..., cells, 3, priors);
+    given as ``parent`` for cells cut into parts by ``losses_enclosure.refined`` (``ends`` (picked,
+    _SPLIT + 1), whose :data:`losses_enclosure.KNOWN_ENDS` are the parent's ends and midpoint), only
+    the parts' other ends and their midpoints are evaluated."""
     ya, yc = ends[..., :-1], ends[..., 1:]
     h = yc - ya
-    points = jnp.concatenate([ends, 0.5 * (ya + yc)], axis=-1)
-    lo, hi = log_density_bounds(kernel, points[..., None] - mu, sigma, b)  # (..., points, priors)
-    centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    mids = 0.5 * (ya + yc)
     n = ends.shape[-1]
-    la, lc, lm = centre[..., : n - 1, :], centre[..., 1:n, :], centre[..., n:, :]
-    ea, ec, em = half[..., : n - 1, :], half[..., 1:n, :], half[..., n:, :]
+    known = [] if parent is None else list(enclosure.KNOWN_ENDS)
+    new = [k for k in range(n) if k not in known]
+    lo, hi = log_density_bounds(kernel, jnp.concatenate([ends[..., new], mids], axis=-1)[..., None] - mu, sigma, b)  # (..., points, priors)
+
+    def on_ends(fresh, old):  # the bounds at every end: evaluated, or the parent's at its known ends
+        if parent is None:
+            return fresh[..., :n, :]
+        return jnp.zeros((*fresh.shape[:-2], n, fresh.shape[-1])).at[..., new, :].set(fresh[..., : len(new), :]).at[..., known, :].set(old)
+
+    lo_e, hi_e = on_ends(lo, parent and parent[0]), on_ends(hi, parent and parent[1])
+    lo_m, hi_m = lo[..., len(new):, :], hi[..., len(new):, :]
+    reuse = tuple(jnp.stack([e[..., :-1, :], m, e[..., 1:, :]], axis=-2) for e, m in ((lo_e, lo_m), (hi_e, hi_m)))
+    la, lc, lm = (0.5 * (lo_e[..., :-1, :] + hi_e[..., :-1, :]), 0.5 * (lo_e[..., 1:, :] + hi_e[..., 1:, :]), 0.5 * (lo_m + hi_m))
+    ea, ec, em = (0.5 * (hi_e[..., :-1, :] - lo_e[..., :-1, :]), 0.5 * (hi_e[..., 1:, :] - lo_e[..., 1:, :]), 0.5 * (hi_m - lo_m))
     err = 2.0 * em + jnp.maximum(ea, ec)
     line_mid = 2.0 * lm - 0.5 * (la + lc)
     line_slope = (lc - la) / jnp.where(h > 0, h, 1.0)[..., None]
     m_up, m_dn = enclosure.quad_masses(h, la, lc, line_mid, line_slope, err)
-    return dict(h=h, la=la, lc=lc, lm=line_mid, slope=line_slope, m_up=m_up, m_dn=m_dn, err=err)
+    return dict(h=h, la=la, lc=lc, lm=line_mid, slope=line_slope, m_up=m_up, m_dn=m_dn, err=err, reuse=reuse)
 
 
 def hockey(kernel, mu, sigma, lw_p, lw_q, b, eps, symmetric):
@@ -300,7 +314,7 @@ def hockey(kernel, mu, sigma, lw_p, lw_q, b, eps, symmetric):
     tab = tables(ends)
     orders = jnp.stack([jnp.stack([lw_p, lw_q]), jnp.stack([lw_q, lw_p])])
     coarse = jax.vmap(lambda lw: enclosure.cell_bounds(tab, lw[0], lw[1], eps))(orders)
-    up, dn = jax.vmap(lambda c, lw: enclosure.refined(tables, eps, ends, c, lw[0], lw[1]))(coarse, orders)
+    up, dn = jax.vmap(lambda c, lw: enclosure.refined(tables, eps, ends, c, lw[0], lw[1], tab["reuse"]))(coarse, orders)
     # P's mass beyond the grid: ≤ P(|X − μ_k| > σ_k√(2R)) + P(|N| > b t(R)) on the two sides
     reach = kernel.decay_offsets(jnp.asarray(_REACH, jnp.float64))
     beyond = 2.0 * jnp.exp(log_ndtr(-math.sqrt(2.0 * _REACH))) + 2.0 * jnp.exp(kernel.log_sf(reach * b, b))

@@ -87,6 +87,8 @@ _REACH = 80.0
 _REFINE = 8  # cells re-enclosed per round
 _SPLIT = 4  # parts per re-enclosed cell
 _ROUNDS = 10
+# the ends of a cell's parts (:func:`_split`) that are the cell's own ends and midpoint
+KNOWN_ENDS = (0, _SPLIT // 2, _SPLIT)
 _TAIL_ULPS = 128.0
 
 
@@ -217,24 +219,34 @@ def cell_bounds(tab, lw_p, lw_q, eps):
 
 
 def _split(ya, yc, pick):
-    """The ends of the cells ``pick`` cut into _SPLIT equal parts, (picked cells, _SPLIT + 1)."""
+    """The ends of the cells ``pick`` cut into _SPLIT (even) equal parts, (picked cells, _SPLIT + 1):
+    the first, middle and last are the cell's ends and midpoint exactly as the tables formed them
+    (``0.5 * (a + c)``), so that a table may reuse its values there (:data:`KNOWN_ENDS`)."""
     a, c = ya[pick], yc[pick]
     frac = jnp.arange(_SPLIT + 1, dtype=jnp.float64) / _SPLIT
-    return (a[:, None] + (c - a)[:, None] * frac).at[:, -1].set(c)
+    return (a[:, None] + (c - a)[:, None] * frac).at[:, -1].set(c).at[:, _SPLIT // 2].set(0.5 * (a + c))
 
 
-def refined(tables, eps, ends, coarse, lw_p, lw_q):
+def refined(tables, eps, ends, coarse, lw_p, lw_q, reuse=None):
     """(upper, lower) bounds of δ for one order after _ROUNDS rounds of re-enclosing the loosest
-    cells, from the coarse grid's bounds ``coarse``; ``tables(ends)`` gives the cells' tables."""
+    cells, from the coarse grid's bounds ``coarse``; ``tables(ends)`` gives the cells' tables.
+    ``reuse``: the coarse tables' ``"reuse"`` entry, where ``tables`` keeps, per cell, what its
+    parts can take over (values at the cell's ends and midpoint, which :func:`_split` keeps as the
+    parts' ends :data:`KNOWN_ENDS`): a picked cell's entry is passed as ``tables(parts, parent)``,
+    which then evaluates only the new points (the other ends of its parts, and their midpoints)."""
     room = _ROUNDS * _REFINE * _SPLIT  # every round's parts; a slot not yet used is an empty cell
-    pad = lambda v: jnp.concatenate([v, jnp.zeros(room, v.dtype)])  # noqa: E731
+    pad = lambda v: jnp.concatenate([v, jnp.zeros((room, *v.shape[1:]), v.dtype)])  # noqa: E731
     first = ends.size - 1
 
     def refine(i, state):
-        ya, yc, upper, lower, open_gap = state
+        ya, yc, upper, lower, open_gap, kept_values = state
         pick = jax.lax.top_k(open_gap, _REFINE)[1]  # the loosest cells still worth cutting
         parts = _split(ya, yc, pick)
-        su, sl = cell_bounds(tables(parts), lw_p, lw_q, eps)
+        if reuse is None:
+            tab = tables(parts)
+        else:
+            tab = tables(parts, jax.tree.map(lambda v: v[pick], kept_values))
+        su, sl = cell_bounds(tab, lw_p, lw_q, eps)
         # a cut that does not narrow a cell's gap (one held by the masses' rounding, which cutting
         # does not shrink) is dropped, and the cell is not picked again
         helps = jnp.sum((su - sl).reshape(_REFINE, _SPLIT), axis=1) < (upper - lower)[pick]
@@ -245,11 +257,15 @@ def refined(tables, eps, ends, coarse, lw_p, lw_q):
             v = v.at[pick].set(jnp.where(helps, 0.0, v[pick]))
             return jax.lax.dynamic_update_slice(v, jnp.where(kept, new, 0.0), at)
 
+        if reuse is not None:  # (a dropped cell's parts are never picked: their entries need no mask)
+            at_cells = at + (0,) * (kept_values[0].ndim - 1)
+            kept_values = jax.tree.map(lambda v, new: jax.lax.dynamic_update_slice(v, new.reshape(-1, *v.shape[1:]), at_cells), kept_values, tab["reuse"])
         new = (put(ya, parts[:, :-1].reshape(-1)), put(yc, parts[:, 1:].reshape(-1)), put(upper, su), put(lower, sl))
-        return (*new, put(open_gap.at[pick].set(0.0), su - sl))
+        return (*new, put(open_gap.at[pick].set(0.0), su - sl), kept_values)
 
-    state = (pad(ends[:-1]), pad(ends[1:]), pad(coarse[0]), pad(coarse[1]), pad(coarse[0] - coarse[1]))
-    _, _, upper, lower, _ = jax.lax.fori_loop(0, _ROUNDS, refine, state)
+    kept_values = None if reuse is None else jax.tree.map(pad, reuse)
+    state = (pad(ends[:-1]), pad(ends[1:]), pad(coarse[0]), pad(coarse[1]), pad(coarse[0] - coarse[1]), kept_values)
+    _, _, upper, lower, _, _ = jax.lax.fori_loop(0, _ROUNDS, refine, state)
     return jnp.sum(upper) * (1.0 + upper.size * _EPS64), jnp.sum(lower) * (1.0 - upper.size * _EPS64)
 
 

@@ -171,3 +171,22 @@ def test_gg_shift_delta_gradient_and_refusals():
     fd = (float(f(d0 + h)) - float(f(d0 - h))) / (2 * h)
     np.testing.assert_allclose(float(jax.grad(f)(d0)), fd, rtol=1e-6)
     assert np.isnan(float(jp.noise.gg_shift_delta(0.7, 1.0, 1.0)))
+
+
+def test_log_mills_and_its_derivative_against_mpmath():
+    """M(x) = log Φ(x) + x²/2 (noise.convolved.log_mills, the exact GG evaluator's integrals of a
+    Gaussian over a cell, whose rounding bounds take M to a few ulps of 1 + |M|) and M' against
+    mpmath (60 digits) on [−60, 40], on the points where its two branches meet (0, ±tiny) and
+    where log(1 − Φ(−x)) switches form (Φ(−x) = ¼ at x ≈ 0.674). Measured: 2.4 ε_mach (1 + |M|)."""
+    from jaxpuffer.noise.convolved import log_mills
+
+    mp.mp.dps = 60
+    rng = np.random.default_rng(5)
+    xs = np.concatenate([np.linspace(-60.0, 40.0, 1001), rng.uniform(-3.0, 3.0, 500), -np.exp(rng.uniform(0.0, 7.0, 200)),
+                         [0.0, -0.0, 5e-324, -1e-300, 0.6744897501960817, 0.67448975019608, 38.5]])
+    ref = np.array([float(mp.log(mp.ncdf(mp.mpf(v))) + mp.mpf(v) ** 2 / 2) for v in xs])
+    got = np.asarray(jax.jit(log_mills)(jnp.asarray(xs)))
+    assert np.max(np.abs(got - ref) / (2.0**-52 * (1.0 + np.abs(ref)))) < 8.0
+    slope = np.asarray(jax.jit(jax.vmap(jax.grad(log_mills)))(jnp.asarray(xs[:1001:5])))
+    slope_ref = np.array([float(mp.diff(lambda t: mp.log(mp.ncdf(t)) + t**2 / 2, mp.mpf(v))) for v in xs[:1001:5]])
+    np.testing.assert_allclose(slope, slope_ref, rtol=1e-12, atol=1e-13)
