@@ -295,8 +295,10 @@ def _tables(kernel, mu, sigma, b, ends, parent=None):
     lo_e, hi_e = on_ends(lo, parent and parent[0]), on_ends(hi, parent and parent[1])
     lo_m, hi_m = lo[..., len(new):, :], hi[..., len(new):, :]
     reuse = tuple(jnp.stack([e[..., :-1, :], m, e[..., 1:, :]], axis=-2) for e, m in ((lo_e, lo_m), (hi_e, hi_m)))
-    la, lc, lm = (0.5 * (lo_e[..., :-1, :] + hi_e[..., :-1, :]), 0.5 * (lo_e[..., 1:, :] + hi_e[..., 1:, :]), 0.5 * (lo_m + hi_m))
-    ea, ec, em = (0.5 * (hi_e[..., :-1, :] - lo_e[..., :-1, :]), 0.5 * (hi_e[..., 1:, :] - lo_e[..., 1:, :]), 0.5 * (hi_m - lo_m))
+    lo, hi = jnp.concatenate([lo_e, lo_m], axis=-2), jnp.concatenate([hi_e, hi_m], axis=-2)  # (..., ends + cells, priors)
+    centre, half = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    la, lc, lm = centre[..., : n - 1, :], centre[..., 1:n, :], centre[..., n:, :]
+    ea, ec, em = half[..., : n - 1, :], half[..., 1:n, :], half[..., n:, :]
     err = 2.0 * em + jnp.maximum(ea, ec)
     line_mid = 2.0 * lm - 0.5 * (la + lc)
     line_slope = (lc - la) / jnp.where(h > 0, h, 1.0)[..., None]

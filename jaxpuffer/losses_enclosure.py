@@ -258,8 +258,7 @@ def refined(tables, eps, ends, coarse, lw_p, lw_q, reuse=None):
             return jax.lax.dynamic_update_slice(v, jnp.where(kept, new, 0.0), at)
 
         if reuse is not None:  # (a dropped cell's parts are never picked: their entries need no mask)
-            at_cells = at + (0,) * (kept_values[0].ndim - 1)
-            kept_values = jax.tree.map(lambda v, new: jax.lax.dynamic_update_slice(v, new.reshape(-1, *v.shape[1:]), at_cells), kept_values, tab["reuse"])
+            kept_values = jax.tree.map(lambda v, new: jax.lax.dynamic_update_slice(v, new.reshape(-1, *v.shape[1:]), at + (0,) * (v.ndim - 1)), kept_values, tab["reuse"])
         new = (put(ya, parts[:, :-1].reshape(-1)), put(yc, parts[:, 1:].reshape(-1)), put(upper, su), put(lower, sl))
         return (*new, put(open_gap.at[pick].set(0.0), su - sl), kept_values)
 
