@@ -8,12 +8,14 @@ The pairs (secret in vs out) and the level each is calibrated at:
   * point masses 0 vs 1 (the DP case, sensitivity 1): the coupling level, which is exact here (two
     point masses have one coupling);
   * Gaussian priors N(0, 1) vs N(1, 1), and N(0, 1) vs N(1, 2²): the coupling level, an upper bound of
-    the exact δ (the exact level has no GG evaluator for Gaussian priors yet);
+    the exact δ (the exact level is opt-in for Gaussian priors under GG noise: ~0.3 s per pair and
+    evaluation);
   * a two-component mixture pair: the coupling level, likewise;
-  * a three-atom discrete pair: the exact level (the certified cell enclosure).
+  * a three-atom discrete pair: the exact level (the certified cell enclosure; for p = 1 and 2 the
+    Laplace and Gaussian-noise evaluators, the same noise).
 
 p is a value of the compiled search, not a key of it: after the first p, every p reuses the same
-compiled program per family. Writes gg_shape.png (b, std and MAE against p, one line per pair) and
+compiled program per family (p = 1 and 2 at the exact level take Laplace's and Gaussian noise's). Writes gg_shape.png (b, std and MAE against p, one line per pair) and
 prints the table and, per pair, the p with the least noise std.
 
 Usage: python gg_shape.py [--eps 1] [--delta 1e-5] [--ps 1,1.5,2,3,4,6,8] [--out DIR]

@@ -847,11 +847,12 @@ def _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs)
         index = tuple(int(i) for i in np.unravel_index(needs[0] % pairs.size, pairs.batch_shape))
         pair = pairs[index]
         raise ValueError(
-            f"delta=0 (pure ε) with {kernel.name} noise: pair {index} "
-            f"({_describe_prior(pair.first)} vs {_describe_prior(pair.second)}) needs noise, and no {kernel.name}-noise scale "
+            f"delta=0 (pure ε) with {kernel} noise: pair {index} "
+            f"({_describe_prior(pair.first)} vs {_describe_prior(pair.second)}) needs noise, and no scale of this noise "
             "is known to give δ = 0: the log-ratio of two different priors under noise with tails lighter than Laplace's is "
             "unbounded (Gaussian priors: always; mixture and discrete priors: unless their extreme components coincide, cases "
-            "that are not searched). Use noise='laplace' (δ = 0 is reached at a finite scale), or a delta > 0."
+            "that are not searched). Use noise='laplace' (or GeneralizedGaussian(1.0), the same noise: δ = 0 is reached at a "
+            "finite scale), or a delta > 0."
         )
 
 
@@ -882,7 +883,8 @@ def calibrate(
         with its own ε and δ). Tracers allowed: the result is differentiable (except at δ = 0,
         where the derivative is NaN: not implemented).
 
-        **δ = 0 (pure ε)**, level ``"exact"``, Laplace noise, every prior family: the
+        **δ = 0 (pure ε)**, level ``"exact"``, Laplace noise (or ``GeneralizedGaussian(1.0)``, the
+        same noise), every prior family: the
         smallest b whose exact δ is 0, i.e. sup_y log p_i(y)/p_j(y) ≤ ε for the noisy densities
         (MATH.md §6: b_pure for Gaussian pairs whose supremum is in the tails). The search starts
         at a scale where a tail limit of that log-ratio, log M_i(±1/b) − log M_j(±1/b) with M the
@@ -893,10 +895,16 @@ def calibrate(
         same MGF bound (:func:`jaxpuffer.losses_mixture._outer_negative`); where the supremum is an
         interior peak its proof margin can leave the answer up to ~1e-4 above the smallest
         (measured: 47 of 48 adversarial pairs within 1e-6).
-      noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``).
+      noise: ``"laplace"`` (scale b) or ``"gaussian"`` (std θ; levels ``exact`` and ``coupling``),
+        or a kernel of :mod:`jaxpuffer.noise`: ``GeneralizedGaussian(p)``, p ≥ 1 (scale b; levels
+        ``exact`` and ``coupling``). At the exact level a concrete p = 1 or 2 is calibrated as the
+        same noise under its other name (:meth:`~jaxpuffer.noise.kernels._Kernel.exact_equivalent`:
+        Laplace with the same b, Gaussian with θ = b/√2, b rounded up), by their closed forms and
+        with δ = 0 allowed for p = 1; a traced p takes the certified quadrature at every p.
       level: None (the default): the tightest level the prior family has under this noise —
-        ``"exact"``, except Gaussian and mixture priors under GG noise, whose exact level has no
-        evaluator yet: ``"coupling"`` there (``Calibration.level`` says which ran). Or one level:
+        ``"exact"``, except Gaussian and mixture priors under GG noise, whose exact level (a
+        certified quadrature, ~0.3 s per pair and evaluation) is opt-in: ``"coupling"`` there
+        (``Calibration.level`` says which ran). Or one level:
         ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
         P(|W| > εb) ≤ δ (L2); ``"coupling"`` — the Monge-coupling bound (35) (L1); ``"exact"`` —
         the exact hockey-stick divergence (L0), the tightest. Scales satisfy
@@ -951,6 +959,15 @@ def calibrate(
       ``binding`` holds index arrays of the sweep's shape and ``binding_pair`` the binding pair of
       every point.
     """
+    kernel = kernels.resolve(noise)
+    twin = kernel.exact_equivalent()
+    if twin is not None and (level or _default_level(families.for_pairs(pairs), kernel)) == "exact":
+        # GG(1) is Laplace noise, GG(2) Gaussian noise: their exact level, in this kernel's units
+        twin_kernel, factor = twin
+        found = calibrate(pairs, eps, delta, noise=twin_kernel, level="exact", solver=solver, tau=tau, rtol=rtol, max_iter=max_iter,
+                          chunk_size=chunk_size, progress=progress, certify=certify, devices=devices)
+        in_units = partial(kernels.in_equivalent_units, factor=1.0 / factor, up=True)
+        return found._replace(scale=in_units(found.scale), per_pair=in_units(found.per_pair), noise=kernel.with_shape(kernel.shape_values()))
     mismatch = ("calibrate across processes: every process must pass the same eps, delta and options, and pairs that differ "
                 "only in the length of the first batch axis")
     with _parallel.agreement("calibrate", mismatch) as ballot:
@@ -983,12 +1000,17 @@ class _Run(NamedTuple):
     chunk_size: Any  # lanes per compiled batch (calibrate's argument; None: all)
 
 
+def _default_level(family, kernel) -> str:
+    """The tightest level ``family`` has under ``kernel``, unless its exact level is opt-in."""
+    return "exact" if families.exact_by_default(family, kernel) else "coupling"
+
+
 def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, chunk_size, progress, certify, devices) -> _Run:
     """Validates the arguments and finds every lane's scale on this process's devices."""
     kernel = kernels.resolve(noise)
     family = families.for_pairs(pairs)
-    if level is None:  # the tightest level this (family, kernel) has
-        level = "exact" if families.exact_by_default(family, kernel) else "coupling"
+    if level is None:
+        level = _default_level(family, kernel)
     _validate.choice("level", level, LEVELS)
     _validate.choice("solver", solver, SOLVERS)
     _validate.choice("tau", tau, TAU_METHODS)

@@ -638,7 +638,9 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         (two-Gaussian closed form, MATH.md §7), or a kernel of :mod:`jaxpuffer.noise`. Discrete
         priors: :mod:`jaxpuffer.losses_discrete` (closed form for Laplace, a certified grid for
         Gaussian noise, a certified cell enclosure for ``GeneralizedGaussian(p)``, p ≥ 1: an upper
-        bound, :mod:`jaxpuffer.losses_enclosure`). Gaussian priors under ``GeneralizedGaussian(p)``:
+        bound, :mod:`jaxpuffer.losses_enclosure`). ``GeneralizedGaussian(1.0)`` and
+        ``GeneralizedGaussian(2.0)`` are Laplace noise (same b) and Gaussian noise (θ = b/√2, rounded
+        down): every family takes those evaluators for them. Gaussian priors under ``GeneralizedGaussian(p)``:
         a certified quadrature of the noisy densities and the same cell enclosure, an upper bound
         within ~2e-3 of δ, ~0.3 s per pair (:mod:`jaxpuffer.losses_convolved`). GaussianMixture
         priors: :mod:`jaxpuffer.losses_mixture` (located crossings and closed-form component CDFs);
@@ -660,6 +662,16 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
     independent reference (``tests/adversarial/reference.py``) gave ≤ 0.9999999 × target
     (``benchmarks/bench_gpu.py``).
     """
+    twin = kernels.resolve(noise).exact_equivalent()
+    if twin is not None:  # GG(1) is Laplace noise, GG(2) Gaussian noise: their closed forms
+        kernel, factor = twin
+        scale = kernels.in_equivalent_units(_validate.float_array("scale", scale), factor, up=False)
+        return _delta_exact(pairs, scale, eps, kernel, weights)
+    return _delta_exact(pairs, scale, eps, noise, weights)
+
+
+def _delta_exact(pairs, scale, eps, noise, weights):
+    """:func:`delta_exact` by ``noise``'s own evaluator (no equivalent kernel is taken)."""
     if _is_mixture(pairs):
         return _mixture_public("exact", pairs, scale, eps, noise, weights)
     if _is_discrete(pairs):

@@ -200,8 +200,8 @@ def test_discrete_exact_level_gg1_and_gg2_equal_laplace_and_gaussian_noise():
     """p = 1 is Laplace noise with the same b and p = 2 Gaussian noise with θ = b/√2. The certified
     enclosure against the Laplace closed form (to 1e-9) and the Gaussian-noise evaluator (to 1e-8:
     the enclosure's own width, from GG(2)'s incomplete-gamma tails) on 64 random pairs at two
-    scales, never below either by more than rounding; and through calibrate, the p = 2 scales
-    equal the Gaussian-noise ones × √2 to 1e-9."""
+    scales, never below either by more than rounding; and calibrate, which takes the Gaussian-noise
+    evaluator for p = 2 (``exact_equivalent``), gives the Gaussian-noise scales × √2 to 1e-9."""
     from jaxpuffer.losses_discrete import discrete_delta
 
     x, pw, qw = (jnp.asarray(a) for a in _random_discrete(np.random.default_rng(12), 64))
@@ -383,20 +383,33 @@ def test_gaussian_gg_density_bounds_derivatives_match_mpmath():
 
 
 def test_gaussian_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level():
-    """Level "exact" for Gaussian priors under GG(p) (losses_convolved): GG(1) and GG(2) give the
-    Laplace and Gaussian-noise (θ√2) exact scales from above within 1e-4; for GG(3) the δ of the
-    FFT convolution (independent) at b is ≤ the target and above it at b(1 − 1e-3), below the
-    coupling level's scale. (The default level stays "coupling": the exact level is opt-in, ~0.3 s
-    per pair and evaluation, as test_gg_gradient_and_refusals checks.)"""
+    """Level "exact" for Gaussian priors under GG(p) (losses_convolved). GG(1) and GG(2) are Laplace
+    and Gaussian noise (θ = b/√2): calibrate gives those kernels' exact scales (b rounded up by
+    2⁻⁵⁰, no more), and the certified quadrature itself (what a traced p runs) bounds their
+    closed-form δ at those scales from above, within the 2e-3 that delta_exact documents. For
+    GG(3) the δ of the FFT convolution (independent) at b is ≤ the target and above it at
+    b(1 − 1e-3), below the coupling level's scale. (The default level stays "coupling": the exact
+    level is opt-in, ~0.3 s per pair and evaluation, as test_gg_gradient_and_refusals checks.)"""
+    from jaxpuffer.losses import pair_delta
+
     pairs_np = [(0.0, 1.0, 1.0, 2.0), (0.0, 1.0, 0.0, 3.0), (0.0, 0.3, 1.0, 0.5)]
     m1, s1, m2, s2 = (jnp.array(v) for v in zip(*pairs_np))
     pairs = jp.PairSet(jp.Gaussian(m1, s1), jp.Gaussian(m2, s2))
     got = {p: jp.calibrate(pairs, EPS, DELTA, noise=GeneralizedGaussian(p), level="exact") for p in (1.0, 2.0, 3.0)}
     lap = np.asarray(jp.calibrate(pairs, EPS, DELTA, noise="laplace", level="exact").per_pair)
     gauss = np.asarray(jp.calibrate(pairs, EPS, DELTA, noise="gaussian", level="exact").per_pair) * np.sqrt(2)
-    for p, ref in ((1.0, lap), (2.0, gauss)):
+    quadrature = jax.jit(lambda p, b: pair_delta("exact", GeneralizedGaussian(p), m1 - m2, s1, s2, b, EPS, True))  # p traced: one program
+    for p, ref, noise, theta in ((1.0, lap, "laplace", lap), (2.0, gauss, "gaussian", gauss / np.sqrt(2))):
         b = np.asarray(got[p].per_pair)
-        assert np.all(b >= ref * (1 - 1e-12)) and np.all(b <= ref * (1 + 1e-4)), (p, b / ref - 1)
+        assert got[p].noise == GeneralizedGaussian(p) and got[p].delta_achieved <= DELTA
+        assert np.all(b >= ref) and np.all(b <= ref * (1 + 1e-14)), (p, b / ref - 1)
+        closed = np.asarray(jp.delta_exact(pairs, theta, EPS, noise=noise))
+        public = np.asarray(jp.delta_exact(pairs, ref, EPS, noise=GeneralizedGaussian(p)))  # the closed form (θ rounded down)
+        assert np.all(public >= closed) and np.all(public <= closed * (1 + 1e-13)), (p, public / closed - 1)
+        # measured: 1.6e-5 to 2.9e-4 above, at these scales and at 0.7 times them
+        for scale, want in ((ref, closed), (0.7 * ref, np.asarray(jp.delta_exact(pairs, 0.7 * theta, EPS, noise=noise)))):
+            enclosed = np.asarray(quadrature(p, jnp.asarray(scale)))
+            assert np.all(enclosed >= want * (1 - 1e-12)) and np.all(enclosed <= want * (1 + 2e-3)), (p, enclosed / want - 1)
     result = got[3.0]
     assert result.level == "exact" and result.converged and result.delta_achieved <= DELTA
     coupling = np.asarray(jp.calibrate(pairs, EPS, DELTA, noise=GeneralizedGaussian(3.0)).per_pair)
@@ -432,17 +445,28 @@ def test_gaussian_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level(
 
 def test_mixture_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level():
     """Level "exact" for GaussianMixture priors under GG(p) (losses_convolved, each component one
-    atom). The public delta_exact with GG(2) at b is the exact δ of Gaussian noise at θ = b/√2
-    (losses_mixture's located crossings and closed-form component CDFs, independent of the
-    quadrature) from above within 5e-4 (the enclosure's gap; measured ≤ 1.8e-4). Calibrated with
+    atom). Its δ with GG(2) at b is the exact δ of Gaussian noise at θ = b/√2 (losses_mixture's
+    located crossings and closed-form component CDFs, independent of the quadrature) from above
+    within 5e-4 (the enclosure's gap; measured ≤ 1.8e-4); the public delta_exact takes that
+    Gaussian-noise evaluator for p = 2 (θ rounded down), and so does calibrate. Calibrated with
     GG(3): the FFT convolution's δ at b is ≤ the target and above it at b(1 − 1e-3), b is below the
     coupling level's scale (2.5x here), and the certificate lies between the FFT's δ and the target."""
+    from jaxpuffer.losses import _delta_exact  # the GG evaluator itself (public delta_exact takes Gaussian noise's for p = 2)
+
     first, second = ([0.5, 0.5], [-1.0, 1.0], [0.5, 1.0]), ([0.3, 0.7], [0.0, 2.0], [1.0, 0.7])
     pairs = jp.PairSet(jp.GaussianMixture(*map(jnp.array, first)), jp.GaussianMixture(*map(jnp.array, second)))
     scales = jnp.array([0.5, 2.0, 8.0])
-    gg2 = np.asarray(jp.delta_exact(pairs, scales, EPS, noise=GeneralizedGaussian(2.0)))
+    gg2 = np.asarray(_delta_exact(pairs, scales, EPS, GeneralizedGaussian(2.0), None))
     gauss = np.asarray(jp.delta_exact(pairs, scales / np.sqrt(2), EPS, noise="gaussian"))
     assert np.all(gg2 >= gauss) and np.all(gg2 <= gauss * (1 + 5e-4)), gg2 / gauss - 1
+    # the public function: the Gaussian-noise evaluator at θ = b/√2 rounded down (its own upper
+    # bound's looseness follows the rounding: measured 3e-13 apart between the two θ)
+    np.testing.assert_allclose(np.asarray(jp.delta_exact(pairs, scales, EPS, noise=GeneralizedGaussian(2.0))), gauss, rtol=1e-12)
+    # and calibrate: p = 1, 2 are calibrated as Laplace and Gaussian noise, in b (rounded up)
+    for p, noise, factor in ((1.0, "laplace", 1.0), (2.0, "gaussian", np.sqrt(2.0))):
+        gg, ref = (jp.calibrate(pairs, EPS, DELTA, level="exact", noise=kernel) for kernel in (GeneralizedGaussian(p), noise))
+        assert gg.noise == GeneralizedGaussian(p) and gg.level == "exact" and gg.delta_achieved == ref.delta_achieved <= DELTA
+        assert ref.scale * factor <= gg.scale <= ref.scale * factor * (1 + 1e-14), (p, gg.scale / (ref.scale * factor) - 1)
     # priors that nearly agree, at small ε: the enclosure's floor (1.1e-8 at b = 7.4 with GG(3),
     # far above the truth) is not the level's δ; the plan's coupling bound, also ≥ δ, is (without
     # it calibrate found no feasible scale at δ = 1e-20 and returned NaN after 300 s). The truth:
@@ -452,7 +476,7 @@ def test_mixture_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level()
     second_near = ([0.5, 0.5], [-1.0 + 5e-4, 1.0], [0.5, 1.0])
     near = jp.PairSet(jp.GaussianMixture(*map(jnp.array, first)), jp.GaussianMixture(*map(jnp.array, second_near)))
     tiny_eps = 0.002
-    gg2 = np.asarray(jp.delta_exact(near, scales, tiny_eps, noise=GeneralizedGaussian(2.0)))
+    gg2 = np.asarray(_delta_exact(near, scales, tiny_eps, GeneralizedGaussian(2.0), None))
     truth = [max(exact_delta(u, v, s / np.sqrt(2), tiny_eps, "gaussian") for u, v in ((first, second_near), (second_near, first))) for s in np.asarray(scales)]
     bound = np.asarray(jp.delta_coupling(near, scales, tiny_eps, noise=GeneralizedGaussian(2.0)))
     assert np.all(gg2 >= truth) and np.all(gg2 <= bound) and gg2[-1] < 1e-9, (gg2, truth, bound)

@@ -1,6 +1,7 @@
-"""Pure ε (issue 16, item 5): ``calibrate(..., delta=0, level="exact")`` with Laplace noise returns
-the smallest b whose exact δ is 0, for Gaussian, discrete and mixture priors; a clear ValueError
-where none is searched (Gaussian noise on priors that differ, other levels).
+"""Pure ε (issue 16, item 5): ``calibrate(..., delta=0, level="exact")`` with Laplace noise (or
+``GeneralizedGaussian(1.0)``, the same noise) returns the smallest b whose exact δ is 0, for
+Gaussian, discrete and mixture priors; a clear ValueError where none is searched (Gaussian or
+GG(p > 1) noise on priors that differ, other levels).
 
 Reference (independent of jaxpuffer): ``tests/adversarial/reference.py``'s ``sup_log_ratio``, the
 supremum over y of log p_i − log p_j for the noisy densities written with scipy (a sinh-spaced scan
@@ -19,6 +20,7 @@ from adversarial import generators
 from adversarial.reference import sup_log_ratio
 from jaxpuffer.bounds import pure_scale
 from jaxpuffer.cli import main
+from jaxpuffer.noise import GeneralizedGaussian
 
 EPS = 1.0
 ROUNDING = 1e-9
@@ -48,6 +50,10 @@ def test_gaussian_pairs_get_the_smallest_pure_scale():
     b_pure = np.asarray(pure_scale(d_mu, np.asarray(pairs.first.std), np.asarray(pairs.second.std), EPS))
     assert np.all(np.asarray(result.per_pair) >= b_pure * (1 - 1e-15))
     np.testing.assert_allclose(np.asarray(result.per_pair), b_pure, rtol=1e-9)
+    # GG(1) is the same noise (exact_equivalent): the same scales, named as asked
+    gg1 = jp.calibrate(pairs, EPS, 0.0, level="exact", noise=GeneralizedGaussian(1.0))
+    assert gg1.noise == GeneralizedGaussian(1.0) and gg1.delta_achieved == 0.0
+    np.testing.assert_array_equal(np.asarray(gg1.per_pair), np.asarray(result.per_pair))
 
 
 def test_discrete_pairs_get_the_smallest_pure_scale():
@@ -105,6 +111,7 @@ def test_pure_epsilon_under_jit_and_grad():
         (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 1.0)), {"noise": "gaussian"}, "unbounded"),  # a mean shift
         (jp.PairSet(jp.GaussianMixture([0.5, 0.5], [0.0, 1.0], [1.0, 1.0]), jp.GaussianMixture([0.5, 0.5], [0.0, 2.0], [1.0, 1.0])),
          {"noise": "gaussian"}, "unbounded"),
+        (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(1.0, 1.0)), {"noise": GeneralizedGaussian(3.0)}, "unbounded"),  # GG(p > 1): lighter tails
         (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.0, 2.0)), {"level": "theorem"}, "level 'exact' only"),
         (jp.PairSet(jp.Gaussian(0.0, 1.0), jp.Gaussian(0.0, 2.0)), {"level": "coupling"}, "level 'exact' only"),
     ],

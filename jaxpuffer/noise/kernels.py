@@ -228,6 +228,12 @@ class _Kernel:
         """Whether the shape parameters are valid for calibration (traced ones included)."""
         return jnp.bool_(True)
 
+    def exact_equivalent(self):
+        """(kernel, factor) where this kernel at scale b *is* ``kernel`` at scale b·factor (the same
+        distribution, so the same exact δ), None where no other kernel is: the exact level then
+        runs the other kernel's evaluator (closed forms where this one has a certified quadrature)."""
+        return None
+
     def __str__(self):
         return self.name
 
@@ -410,6 +416,16 @@ class GeneralizedGaussian(_Kernel):
     def shape_ok(self):
         return (self.p >= 1.0) & jnp.isfinite(self.p)
 
+    def exact_equivalent(self):
+        """For a concrete p = 1: :class:`Laplace` with the same b (density e^{−|z|/b}/(2b)); p = 2:
+        :class:`Normal` with θ = b/√2 (density e^{−z²/b²}/(b√π)). A traced p has none (its exact
+        level is the certified quadrature at every p, so that d/dp is taken through it)."""
+        from .. import _validate
+
+        if not _validate.is_concrete(self.p):
+            return None
+        return {1.0: (Laplace(), 1.0), 2.0: (Normal(), math.sqrt(0.5))}.get(float(self.p))
+
 
 # GG shift δ: the relative margin on D(u) = |u − d|^p − |u|^p that makes both bracket ends certain
 # (D is formed in expm1/log1p forms, accurate to a few ulps where it matters), the relative error
@@ -507,6 +523,16 @@ jax.tree_util.register_dataclass(Normal, data_fields=[], meta_fields=[])
 jax.tree_util.register_dataclass(GeneralizedGaussian, data_fields=["p"], meta_fields=[])
 
 _REGISTRY: dict = {}
+
+
+def in_equivalent_units(scale, factor, up):
+    """``scale``·``factor`` moved outward by a few ulps (up: the product's rounding never below the
+    exact value; else never above it), exactly ``scale`` for a factor of 1: a scale handed to or
+    from a kernel's :meth:`_Kernel.exact_equivalent` keeps δ on the safe side (δ does not increase
+    with the scale). 2⁻⁵⁰ exceeds the three roundings of the product."""
+    if factor == 1.0:
+        return scale
+    return scale * (factor * (1.0 + 2.0**-50 if up else 1.0 - 2.0**-50))
 
 
 def register(kernel):
