@@ -292,7 +292,7 @@ def _tables(kernel, mu, sigma, b, ends, parent=None):
             return fresh[..., :n, :]
         return jnp.zeros((*fresh.shape[:-2], n, fresh.shape[-1])).at[..., new, :].set(fresh[..., : len(new), :]).at[..., known, :].set(old)
 
-    lo_e, hi_e = on_ends(lo, parent and parent[0]), on_ends(hi, parent and parent[1])
+    lo_e, hi_e = (on_ends(fresh, None if parent is None else parent[k]) for k, fresh in enumerate((lo, hi)))
     lo_m, hi_m = lo[..., len(new):, :], hi[..., len(new):, :]
     reuse = tuple(jnp.stack([e[..., :-1, :], m, e[..., 1:, :]], axis=-2) for e, m in ((lo_e, lo_m), (hi_e, hi_m)))
     lo, hi = jnp.concatenate([lo_e, lo_m], axis=-2), jnp.concatenate([hi_e, hi_m], axis=-2)  # (..., ends + cells, priors)

@@ -529,7 +529,8 @@ def in_equivalent_units(scale, factor, up):
     """``scale``·``factor`` moved outward by a few ulps (up: the product's rounding never below the
     exact value; else never above it), exactly ``scale`` for a factor of 1: a scale handed to or
     from a kernel's :meth:`_Kernel.exact_equivalent` keeps δ on the safe side (δ does not increase
-    with the scale). 2⁻⁵⁰ exceeds the three roundings of the product."""
+    with the scale). 2⁻⁵⁰ exceeds the roundings involved: at most four of 2⁻⁵³ each (the factor
+    itself, e.g. 1/fl(√½), its margin, and the product)."""
     if factor == 1.0:
         return scale
     return scale * (factor * (1.0 + 2.0**-50 if up else 1.0 - 2.0**-50))
