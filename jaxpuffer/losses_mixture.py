@@ -90,7 +90,7 @@ from . import losses_convolved
 from ._parallel import on_lanes as _on_lanes
 from ._roots import GRID_CORE, GRID_TAIL, NOISE_ULPS, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start, sign_floor
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
-from .noise import gauss_laplace, interval_mass, tail_normalized
+from .noise import gauss_laplace, interval_mass, log_mills, tail_normalized
 from .priors import log_mgf
 
 EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ noise in closed form
@@ -241,6 +241,16 @@ def _curvature_floor(a, c, left, right, means, spreads, b, noise):
     return jnp.where(spreads > 0, kappa, 0.0)
 
 
+def _computed_once(x):
+    """x itself, computed once rather than once per element of every kernel that reads it through a
+    broadcast. XLA's CPU fusion copies a chain of cheap operations (the selects and multiplies at
+    the tail of an erfcx) into each such loop, so a per-pair (2, k) value used per piece is
+    recomputed for each of ~300 × 2k elements in several kernels. A sort is never fused into its
+    consumers: sorting two copies of x along a new axis returns x exactly and leaves it in memory.
+    (:func:`_piece_sup` for 2,048 3-component pairs: 0.34 → 0.19 s.)"""
+    return jax.lax.sort(jnp.stack([x, x]), dimension=0)[0]
+
+
 def _piece_sup(pts, weights, means, spreads, b, eps, noise, center, comps=None):
     """Upper bounds on sup f over each piece [p_t, p_{t+1}] of the sorted points, both orders
     (2, pieces): row 0 for f = r − ε, row 1 for f = −r − ε (module docstring, proof sketch).
@@ -266,10 +276,11 @@ def _piece_sup(pts, weights, means, spreads, b, eps, noise, center, comps=None):
     logits, slope, shift, shift_slope = _components(pts, weights, means, spreads, b, noise, center) if comps is None else comps
     true = logits - shift[:, None, None]  # ℓ_m(y)
     a, c = pts[:-1, None, None], pts[1:, None, None]
-    if noise == "laplace":
-        mode = jnp.log(weights) + tail_normalized(jnp.zeros_like(means), spreads, b, jnp.ones(means.shape, bool))[0]
+    if noise == "laplace":  # p_m(μ_m) = e^{v²/2} Φ(−v)/b, v = σ/b: log = M(−v) − log b (noise.convolved.log_mills)
+        mode = jnp.log(weights) + log_mills(-spreads / b) - jnp.log(b)
     else:
         mode = jnp.log(weights) - jnp.log(spreads) - 0.5 * jnp.log(2 * jnp.pi)
+    mode = _computed_once(mode)
     left, right = true[:-1], true[1:]
     top = jnp.where((means >= a) & (means <= c), mode, jnp.maximum(left, right))
     bottom = jnp.minimum(left, right)
