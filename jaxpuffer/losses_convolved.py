@@ -58,7 +58,7 @@ from jax.scipy.special import log_ndtr
 
 from . import losses_enclosure as enclosure
 from ._roots import log_or_minus_inf
-from .noise.convolved import log_mills
+from .noise.convolved import as_mirrored, erfcx_half, log_mills
 
 _EPS64 = 2.0**-52
 # where log g (around t = 0) and the prior's factor (around t = z) have fallen by these, the inner nodes
@@ -85,7 +85,8 @@ def _logaddexp(a, c):
 
 def _ramp(x, width, x_err):
     """(log ∫_0^W e^{x v − v²/2} dv − log √(2π), a bound of its error) for W = ``width`` ≥ 0 (+∞
-    allowed; −∞ for W = 0), x off by at most ``x_err``. With M(x) = log Φ(x) + x²/2
+    allowed; −∞ for W = 0), x off by at most ``x_err``; ``x`` (2, ...) with x[1] = −x[0] (a cell's
+    parts right and left of its peak), so that M(x[0]) and M(x[1]) share one erfcx. With M(x) = log Φ(x) + x²/2
     (:func:`jaxpuffer.noise.convolved.log_mills`, no cancellation for any x), the integral is
     √(2π) [e^{M(x)} − e^{M(x − W) + xW − W²/2}], formed as M(x) + log(1 − e^{D}). On a narrow
     part, where 1 − e^{D} → 0 amplifies rounding without bound, the integrand's end values bound
@@ -93,7 +94,10 @@ def _ramp(x, width, x_err):
     finite = jnp.isfinite(width)
     empty = jnp.logical_not(width > 0)
     w = jnp.where(finite & ~empty, width, 1.0)  # (an empty or infinite part: a stand-in, masked below, with finite derivatives)
-    m_x, m_far = log_mills(jnp.stack(jnp.broadcast_arrays(x, x - w)))  # (one call: one traced copy of log_mills)
+    near, far = jnp.broadcast_arrays(x, x - w)
+    # three erfcx per pair of parts, not four (M(±x) share one), and one traced copy of log_mills
+    e = erfcx_half(jnp.stack([near[0], far[0], far[1]]))  # (one call: one traced copy of erfcx)
+    m_x, m_far = log_mills(jnp.stack([near, far]), e=jnp.stack([jnp.stack([e[0], as_mirrored(e[0], near[0])]), e[1:]]))
     d = jnp.minimum(m_far + x * w - 0.5 * w**2 - m_x, -1e-300)  # (D ≥ 0 is rounding: the crude form below takes over)
     value = m_x + jnp.where(finite, _log1m_exp(d), 0.0)
     gain = jnp.where(finite, jnp.exp(d) / jnp.maximum(-jnp.expm1(d), 1e-300), 0.0)  # log(1 − e^D)'s amplification

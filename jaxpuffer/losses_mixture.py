@@ -84,13 +84,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 from jax.nn import logsumexp, softmax
-from jax.scipy.special import ndtr
 
 from . import losses_convolved
 from ._parallel import on_lanes as _on_lanes
 from ._roots import GRID_CORE, GRID_TAIL, NOISE_ULPS, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start, sign_floor
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
-from .noise import gauss_laplace, interval_mass, log_mills, tail_normalized
+from .noise import gauss_laplace, interval_mass, log_mills, ndtr_pair, tail_normalized
 from .priors import log_mgf
 
 EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ noise in closed form
@@ -192,7 +191,7 @@ def _component_tails(y, means, spreads, b, noise):
     if noise == "laplace":
         _, cdf, sf = gauss_laplace(z, spreads, b)
         return cdf, sf
-    return ndtr(z / spreads), ndtr(-z / spreads)
+    return ndtr_pair(z / spreads)  # (−z)/s = −(z/s) exactly
 
 
 def _grid(weights, means, spreads, b, noise):

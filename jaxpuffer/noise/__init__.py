@@ -12,6 +12,7 @@ from .convolved import (  # noqa: F401  (the evaluators' special functions)
     laplace_log_ratio,
     log_mills,
     log_ndtr_accurate,
+    ndtr_pair,
     normal_mass,
     normal_mass_ulps,
     safe_erfcx,
