@@ -903,7 +903,7 @@ def calibrate(
         with δ = 0 allowed for p = 1; a traced p takes the certified quadrature at every p.
       level: None (the default): the tightest level the prior family has under this noise —
         ``"exact"``, except Gaussian and mixture priors under GG noise, whose exact level (a
-        certified quadrature, ~0.3 s per pair and evaluation) is opt-in: ``"coupling"`` there
+        certified quadrature, ~0.2 s per pair and evaluation) is opt-in: ``"coupling"`` there
         (``Calibration.level`` says which ran). Or one level:
         ``"theorem"`` — Theorem 1, eq. (5), closed form; ``"indicator"`` — the smallest b with
         P(|W| > εb) ≤ δ (L2); ``"coupling"`` — the Monge-coupling bound (35) (L1); ``"exact"`` —

@@ -642,7 +642,7 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         ``GeneralizedGaussian(2.0)`` are Laplace noise (same b) and Gaussian noise (θ = b/√2, rounded
         down): every family takes those evaluators for them. Gaussian priors under ``GeneralizedGaussian(p)``:
         a certified quadrature of the noisy densities and the same cell enclosure, an upper bound
-        within ~2e-3 of δ, ~0.3 s per pair (:mod:`jaxpuffer.losses_convolved`). GaussianMixture
+        within ~2e-3 of δ, ~0.2 s per pair (:mod:`jaxpuffer.losses_convolved`). GaussianMixture
         priors: :mod:`jaxpuffer.losses_mixture` (located crossings and closed-form component CDFs);
         under ``GeneralizedGaussian(p)`` the same certified quadrature, each component one atom
         (~1.7 s per 2-component pair).

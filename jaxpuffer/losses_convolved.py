@@ -86,8 +86,8 @@ def _logaddexp(a, c):
 def _ramp(x, width, x_err):
     """(log ∫_0^W e^{x v − v²/2} dv − log √(2π), a bound of its error) for W = ``width`` ≥ 0 (+∞
     allowed; −∞ for W = 0), x off by at most ``x_err``; ``x`` (2, ...) with x[1] = −x[0] (a cell's
-    parts right and left of its peak), so that M(x[0]) and M(x[1]) share one erfcx. With M(x) = log Φ(x) + x²/2
-    (:func:`jaxpuffer.noise.convolved.log_mills`, no cancellation for any x), the integral is
+    parts right and left of its peak), so that M(x[0]) and M(x[1]) share one erfcx. With
+    M(x) = log Φ(x) + x²/2 (:func:`jaxpuffer.noise.convolved.log_mills`, no cancellation for any x), the integral is
     √(2π) [e^{M(x)} − e^{M(x − W) + xW − W²/2}], formed as M(x) + log(1 − e^{D}). On a narrow
     part, where 1 − e^{D} → 0 amplifies rounding without bound, the integrand's end values bound
     it instead (the exponent is concave: between W e^{min(0, xW − W²/2)} and W e^{max(x, 0) W})."""

@@ -389,7 +389,7 @@ def test_gaussian_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level(
     closed-form δ at those scales from above, within the 2e-3 that delta_exact documents. For
     GG(3) the δ of the FFT convolution (independent) at b is ≤ the target and above it at
     b(1 − 1e-3), below the coupling level's scale. (The default level stays "coupling": the exact
-    level is opt-in, ~0.3 s per pair and evaluation, as test_gg_gradient_and_refusals checks.)"""
+    level is opt-in, ~0.2 s per pair and evaluation, as test_gg_gradient_and_refusals checks.)"""
     from jaxpuffer.losses import pair_delta
 
     pairs_np = [(0.0, 1.0, 1.0, 2.0), (0.0, 1.0, 0.0, 3.0), (0.0, 0.3, 1.0, 0.5)]

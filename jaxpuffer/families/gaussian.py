@@ -32,7 +32,7 @@ class GaussianFamily:
     levels = ("indicator", "coupling", "exact")
     pure_eps = True
     costly_exact = False  # closed forms (Gaussian noise) or a few roots per pair (Laplace)
-    opt_in_exact = ("generalized_gaussian",)  # ~0.3 s per pair and evaluation (losses_convolved)
+    opt_in_exact = ("generalized_gaussian",)  # ~0.2 s per pair and evaluation (losses_convolved)
 
     def params(self, pairs, delta, tau):
         pairs = _gaussian_pairs(pairs, "calibrate")
