@@ -85,18 +85,20 @@ def _logaddexp(a, c):
 
 def _ramp(x, width, x_err):
     """(log ∫_0^W e^{x v − v²/2} dv − log √(2π), a bound of its error) for W = ``width`` ≥ 0 (+∞
-    allowed; −∞ for W = 0), x off by at most ``x_err``; ``x`` (2, ...) with x[1] = −x[0] (a cell's
-    parts right and left of its peak), so that M(x[0]) and M(x[1]) share one erfcx. With
-    M(x) = log Φ(x) + x²/2 (:func:`jaxpuffer.noise.convolved.log_mills`, no cancellation for any x), the integral is
+    allowed; −∞ for W = 0), x off by at most ``x_err``, for both parts of a cell (right and left of
+    its peak): x and −x, with ``width`` (2, ...) their two widths (results stacked the same way;
+    M(x) and M(−x) share one erfcx). With M(x) = log Φ(x) + x²/2
+    (:func:`jaxpuffer.noise.convolved.log_mills`, no cancellation for any x), the integral is
     √(2π) [e^{M(x)} − e^{M(x − W) + xW − W²/2}], formed as M(x) + log(1 − e^{D}). On a narrow
     part, where 1 − e^{D} → 0 amplifies rounding without bound, the integrand's end values bound
     it instead (the exponent is concave: between W e^{min(0, xW − W²/2)} and W e^{max(x, 0) W})."""
+    x = jnp.stack(jnp.broadcast_arrays(x, -x))
     finite = jnp.isfinite(width)
     empty = jnp.logical_not(width > 0)
     w = jnp.where(finite & ~empty, width, 1.0)  # (an empty or infinite part: a stand-in, masked below, with finite derivatives)
     near, far = jnp.broadcast_arrays(x, x - w)
-    # three erfcx per pair of parts, not four (M(±x) share one), and one traced copy of log_mills
-    e = erfcx_half(jnp.stack([near[0], far[0], far[1]]))  # (one call: one traced copy of erfcx)
+    # three erfcx for the two parts, not four (M(±x) share one), in one call, as is log_mills: one traced copy of each
+    e = erfcx_half(jnp.stack([near[0], far[0], far[1]]))
     m_x, m_far = log_mills(jnp.stack([near, far]), e=jnp.stack([jnp.stack([e[0], as_mirrored(e[0], near[0])]), e[1:]]))
     d = jnp.minimum(m_far + x * w - 0.5 * w**2 - m_x, -1e-300)  # (D ≥ 0 is rounding: the crude form below takes over)
     value = m_x + jnp.where(finite, _log1m_exp(d), 0.0)
@@ -142,7 +144,7 @@ def _gauss_integral(alpha, beta, kappa, m, t0, t1, z, sigma):
     # an infinite end's width is formed without it: a masked inf would make reverse-mode derivatives NaN
     right_w = jnp.where(jnp.isfinite(t1), root * (jnp.where(jnp.isfinite(t1), t1, e) - e), jnp.inf)
     left_w = jnp.where(jnp.isfinite(t0), root * (e - jnp.where(jnp.isfinite(t0), t0, e)), jnp.inf)
-    (right, left), (r_err, l_err) = _ramp(jnp.stack(jnp.broadcast_arrays(x, -x)), jnp.stack(jnp.broadcast_arrays(right_w, left_w)), x_err)
+    (right, left), (r_err, l_err) = _ramp(x, jnp.stack(jnp.broadcast_arrays(right_w, left_w)), x_err)
     value = expo + _logaddexp(right, left)
     err = jax.lax.stop_gradient(16.0 * _EPS64 * (2.0 + terms) + jnp.maximum(r_err, l_err))  # (rounding bounds carry no derivative)
     empty = jnp.logical_not(t1 > t0)

@@ -118,9 +118,9 @@ as_mirrored.defjvp(lambda primals, tangents: (primals[0], jnp.where(primals[1] =
 def _log_phi_sides(x, e=None):
     """(x < 0, log(e/2), log(1 − (e/2) e^{−x²/2})) with e = erfcx(|x|/√2) (:func:`erfcx_half`,
     unless given), one erfcx per element. As Φ(−|x|) = (e/2) e^{−x²/2}, the second is
-    log Φ(x) + x²/2 where x < 0 and the third is log Φ(x) where x ≥ 0 (:func:`_log1m`); each holds on its own side only. The callers add their
-    own terms to each side, so that no sum cancels (:func:`log_mills`, :func:`_log_tail_term`,
-    :func:`_log_mass_term`)."""
+    log Φ(x) + x²/2 where x < 0 and the third is log Φ(x) where x ≥ 0 (:func:`_log1m`); each holds
+    on its own side only. The callers add their own terms to each side, so that no sum cancels
+    (:func:`log_mills`, :func:`_log_tail_term`, :func:`_log_mass_term`)."""
     e = erfcx_half(x) if e is None else e
     neg = x < 0
     x_pos = jnp.where(neg, 0.0, x)
