@@ -253,6 +253,12 @@ def _delta(cfg: _Config, symmetric, b, params, eps):
     return families.get(cfg.family).delta(cfg.level, noise, params, b, eps, symmetric)
 
 
+def _delta_and_slope(cfg: _Config, symmetric, b, params, eps):
+    """(δ, ∂δ/∂b) per lane for the search's model (:func:`jaxpuffer.families.delta_and_slope`)."""
+    noise, params = _noise_and_params(cfg, params)
+    return families.delta_and_slope(families.get(cfg.family), cfg.level, noise, params, b, eps, symmetric)
+
+
 def _delta_at_zero(cfg: _Config, symmetric, params, eps):
     noise, params = _noise_and_params(cfg, params)
     return families.get(cfg.family).delta_at_zero(cfg.level, noise, params, eps, symmetric)
@@ -416,7 +422,7 @@ def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmet
     def body(s: _SearchState) -> _SearchState:
         b = s.b_next
         if newton:
-            d, dd = jax.jvp(lambda bb: f(bb, params, eps), (b,), (jnp.ones_like(b),))  # dd = dδ/db
+            d, dd = _delta_and_slope(cfg, symmetric, b, params, eps)  # dd = dδ/db
         else:
             d = f(b, params, eps)
         feasible = d <= target

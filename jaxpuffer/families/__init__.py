@@ -14,6 +14,9 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   inverse: ≤ δ at the theorem's own scale, ≥ the exact δ); the attribute is None where the
   theorem has no inverse (the theorem level's certificate is then the exact δ);
 * ``delta(level, noise, params, b, eps, symmetric)`` — δ per pair at a numerical level;
+* optionally ``delta_and_slope(level, noise, params, b, eps, symmetric)`` — (δ, ∂δ/∂b) per pair
+  for the search's model, where the family has the slope cheaper than δ's JVP
+  (:func:`delta_and_slope`);
 * ``delta_at_zero(level, noise, params, eps, symmetric)`` — δ with no noise (answer 0 if ≤ δ);
 * ``bracket(level, noise, params, eps, target)`` — (hi, start, pure): a scale expected to be
   feasible, the first scale to evaluate, and the scale beyond which δ is known to vanish (+inf
@@ -43,6 +46,9 @@ these; no layer above switches on the family or the kernel.
 from __future__ import annotations
 
 from typing import Protocol
+
+import jax
+import jax.numpy as jnp
 
 from ..pairs import PairSet
 
@@ -91,6 +97,16 @@ def costly_exact(family, kernel) -> bool:
     """Whether an exact-level search for ``family`` under ``kernel`` compacts its unfinished pairs
     after every evaluation (``costly_exact``, or an opt-in exact evaluator)."""
     return family.costly_exact or kernel.name in family.opt_in_exact
+
+
+def delta_and_slope(family, level, noise, params, b, eps, symmetric):
+    """(δ, ∂δ/∂b) per pair, the value and slope the optax search's model takes: the family's own
+    ``delta_and_slope`` where it defines one (Gaussian priors under Laplace noise: the slope in
+    closed form, no derivative in the search's program), else the JVP of its ``delta`` in b."""
+    own = getattr(family, "delta_and_slope", None)
+    if own is not None:
+        return own(level, noise, params, b, eps, symmetric)
+    return jax.jvp(lambda bb: family.delta(level, noise, params, bb, eps, symmetric), (b,), (jnp.ones_like(b),))
 
 
 def get(name: str):

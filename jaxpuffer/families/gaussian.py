@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 
 from ..bounds import _gaussian_pairs, pure_scale, theorem1_scale
-from ..losses import pair_delta, prior_delta, theorem_delta
+from ..losses import pair_delta, pair_delta_and_slope, prior_delta, theorem_delta
 from ..priors import Gaussian
 from ..tau import tau_star_unchecked
 from . import register
@@ -49,6 +49,10 @@ class GaussianFamily:
 
     def delta(self, level, noise, params, b, eps, symmetric):
         return pair_delta(level, noise, *params, b, eps, symmetric, padded=True)  # (the search pads with copies of its first pair)
+
+    def delta_and_slope(self, level, noise, params, b, eps, symmetric):
+        """(δ, ∂δ/∂b): the exact level under Laplace noise with the slope in closed form."""
+        return pair_delta_and_slope(level, noise, *params, b, eps, symmetric, padded=True)
 
     def delta_at_zero(self, level, noise, params, eps, symmetric):
         d_mu, s1, s2 = params

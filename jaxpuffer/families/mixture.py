@@ -7,7 +7,7 @@ import jax.numpy as jnp
 from ..bounds import mixture_theorem_scale, theorem1_scale, theorem2
 from ..couplings import gmm_coupling
 from ..losses import theorem_delta
-from ..losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
+from ..losses_mixture import mixture_delta, mixture_delta_and_slope, mixture_delta_at_zero, mixture_params
 from ..priors import GaussianMixture, log_mgf
 from ..tau import tau_star_unchecked
 from . import register
@@ -45,6 +45,10 @@ class MixtureFamily:
 
     def delta(self, level, noise, params, b, eps, symmetric):
         return mixture_delta(level, noise, params, b, eps, symmetric, padded=True)  # (the search pads with copies of its first pair)
+
+    def delta_and_slope(self, level, noise, params, b, eps, symmetric):
+        """(δ, ∂δ/∂b): the exact level with the slope by the envelope theorem (Laplace and Gaussian noise)."""
+        return mixture_delta_and_slope(level, noise, params, b, eps, symmetric, padded=True)
 
     def delta_at_zero(self, level, noise, params, eps, symmetric):
         if level == "exact":

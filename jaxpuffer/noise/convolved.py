@@ -209,11 +209,21 @@ def laplace_log_ratio(y, m1, s1, m2, s2, b, separate=False):
     return t1 - t2 + shift, d1 - d2, jnp.abs(t1) + jnp.abs(t2) + jnp.abs(shift)
 
 
-def gauss_laplace(z, sigma, b):
+def gauss_laplace(z, sigma, b, scale_slope=False):
     """Log density, CDF and upper tail of N(0, σ²) ⊛ Laplace(b) at z (any broadcastable shapes).
 
     Returns ``(log_p, cdf, sf)``: log p(z), F(z) = P(Y ≤ z) and S(z) = P(Y > z), each computed
     directly (S is not 1 − F), so both tails are accurate. σ = 0 gives the Laplace kernel.
+
+    ``scale_slope``: also ∂F/∂b (= −∂S/∂b), in closed form from the same two terms. With N = bL,
+    ∂_b F = −(1/b) E[(z − W) g_b(z − W)], W ~ N(0, σ²), g_b the Laplace density; Stein's identity
+    E[W h(W)] = σ² E[h'(W)] turns that into −(z p + σ² p')/b, and p = (e^{T_a} + e^{T_b})/2b,
+    p' = (e^{T_b} − e^{T_a})/2b² (the φ terms of the two parts cancel), so
+
+        ∂_b F = −[(z − σ²/b) e^{T_a} + (z + σ²/b) e^{T_b}] / (2b²)
+
+    (σ = 0: −z e^{−|z|/b}/(2b²)). No derivative is traced: the exact search's slope model
+    (:func:`jaxpuffer.losses.pair_delta_and_slope`) needs the number, not a differentiable one.
     """
     point, u, v = _standardize(z, sigma, b)
     t_a, t_b = _log_tail_term(u, v), _log_tail_term(-u, v)
@@ -227,11 +237,16 @@ def gauss_laplace(z, sigma, b):
     lap_log_p = -jnp.abs(z) / b - jnp.log(2.0 * b)
     lap_cdf = jnp.where(z < 0, half_tail, 1.0 - half_tail)
     lap_sf = jnp.where(z < 0, 1.0 - half_tail, half_tail)
-    return (
+    out = (
         jnp.where(point, lap_log_p, log_p),
         jnp.clip(jnp.where(point, lap_cdf, cdf), 0.0, 1.0),
         jnp.clip(jnp.where(point, lap_sf, sf), 0.0, 1.0),
     )
+    if not scale_slope:
+        return out
+    shift = jnp.where(point, 0.0, sigma**2) / b
+    slope = -((z - shift) * e_a + (z + shift) * e_b) / b**2
+    return (*out, jnp.where(point, -z * half_tail / b**2, slope))
 
 
 def tail_ulps(value):
