@@ -402,8 +402,9 @@ def _search_init(cfg: _Config, params, eps, target, symmetric) -> _SearchState:
 def _search_run(cfg: _Config, params, eps, target, max_iter, bisect_from, symmetric, state: _SearchState) -> _SearchState:
     """Runs the per-pair search until every pair is done or has spent ``max_iter`` evaluations.
 
-    One ``lax.while_loop``; each iteration evaluates δ once per pair (with its slope for the optax
-    solver) at ``u = log b`` and updates the bracket:
+    One ``lax.while_loop``; each iteration evaluates δ once per pair (with its slope ∂δ/∂b for the
+    optax solver: in closed form where the family has one, else by JVP,
+    :func:`jaxpuffer.families.delta_and_slope`) at ``u = log b`` and updates the bracket:
       * feasible (δ ≤ target): ``hi = u``, verified;
       * infeasible below ``hi``: ``lo = u``; infeasible at an unverified ``hi``: ``lo = hi`` and
         ``hi`` doubles (the bracket expands until a feasible point is found).

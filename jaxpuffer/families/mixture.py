@@ -47,7 +47,7 @@ class MixtureFamily:
         return mixture_delta(level, noise, params, b, eps, symmetric, padded=True)  # (the search pads with copies of its first pair)
 
     def delta_and_slope(self, level, noise, params, b, eps, symmetric):
-        """(δ, ∂δ/∂b): the exact level with the slope by the envelope theorem (Laplace and Gaussian noise)."""
+        """(δ, ∂δ/∂b): the exact level under Laplace noise with the slope by the envelope theorem."""
         return mixture_delta_and_slope(level, noise, params, b, eps, symmetric, padded=True)
 
     def delta_at_zero(self, level, noise, params, eps, symmetric):
