@@ -15,8 +15,8 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   theorem has no inverse (the theorem level's certificate is then the exact δ);
 * ``delta(level, noise, params, b, eps, symmetric)`` — δ per pair at a numerical level;
 * optionally ``delta_and_slope(level, noise, params, b, eps, symmetric)`` — (δ, ∂δ/∂b) per pair
-  for the search's model, where the family has the slope cheaper than δ's JVP
-  (:func:`delta_and_slope`);
+  for the search's model where the family has the slope in closed form, else None
+  (:func:`delta_and_slope` then takes δ's JVP);
 * ``delta_at_zero(level, noise, params, eps, symmetric)`` — δ with no noise (answer 0 if ≤ δ);
 * ``bracket(level, noise, params, eps, target)`` — (hi, start, pure): a scale expected to be
   feasible, the first scale to evaluate, and the scale beyond which δ is known to vanish (+inf
@@ -101,11 +101,13 @@ def costly_exact(family, kernel) -> bool:
 
 def delta_and_slope(family, level, noise, params, b, eps, symmetric):
     """(δ, ∂δ/∂b) per pair, the value and slope the optax search's model takes: the family's own
-    ``delta_and_slope`` where it defines one (Gaussian priors under Laplace noise: the slope in
-    closed form, no derivative in the search's program), else the JVP of its ``delta`` in b."""
+    ``delta_and_slope`` where it gives one (Gaussian and mixture priors under Laplace noise at the
+    exact level: the slope in closed form, no derivative in the search's program), else the JVP
+    of its ``delta`` in b (the one place that JVP is written)."""
     own = getattr(family, "delta_and_slope", None)
-    if own is not None:
-        return own(level, noise, params, b, eps, symmetric)
+    closed = None if own is None else own(level, noise, params, b, eps, symmetric)
+    if closed is not None:
+        return closed
     return jax.jvp(lambda bb: family.delta(level, noise, params, bb, eps, symmetric), (b,), (jnp.ones_like(b),))
 
 
