@@ -542,6 +542,11 @@ def _root(cfg, params, eps, target, max_iter, symmetric):
     """The per-pair calibrated scale (one uncompacted search, the same compiled functions as the
     concrete path); differentiable by the implicit function theorem."""
     state = _search_init_jit(cfg, params, eps, target, symmetric)
+    if all(_validate.is_concrete(v) and getattr(v, "is_fully_addressable", True) for v in (*params, eps, target)):
+        # eager jax.grad: the state on the host, as the concrete path holds it, so that the search
+        # program is the one that path compiled (a committed device state lowers to another
+        # program: 23 s of compile again for the GG(3) exact level)
+        state = jax.tree_util.tree_map(np.array, state)
     state = _search_run_jit(cfg, params, eps, target, max_iter, _bisect_from(max_iter), symmetric, state)
     return _search_result(state, cfg.rtol)[0]
 
