@@ -1,5 +1,6 @@
 """calibrate(): Theorem 1 level, safe side, binding pair, batching, jit behaviour, bad input."""
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 import scipy.stats
@@ -193,8 +194,6 @@ def test_a_gradient_after_a_call_reuses_its_search_program():
     on the host: that lowered to a second program (23 s of compile for the GG(3) exact level; a
     calibrate and then a jax.grad of 3 Gaussian pairs at the exact level: 60 → 44 CPU-s). Counted
     as the search program's compiled variants, in the plain jit and in every loaded export."""
-    from jaxpuffer import calibration
-
     pairs = jp.PairSet(jp.Gaussian([0.0, 0.0], [1.0, 1.0]), jp.Gaussian([1.0, 0.5], [2.0, 3.0]))
     scale = lambda eps: jp.calibrate(pairs, eps, 1e-6, level="coupling").scale  # noqa: E731
     program = calibration._search_run_jit
@@ -204,6 +203,30 @@ def test_a_gradient_after_a_call_reuses_its_search_program():
     slope = float(jax.grad(scale)(1.0))
     assert variants() == before
     assert slope < 0 and slope == pytest.approx((float(scale(1.0 + 1e-5)) - float(scale(1.0 - 1e-5))) / 2e-5, rel=1e-4), plain
+
+
+def test_gradients_in_different_inputs_share_one_implicit_tangent_program():
+    """A pair with more than ``_MAX_SLOPES`` per-pair inputs (two 2-component mixtures) takes the
+    implicit tangent by one JVP (``calibration._implicit_tangent``). ``jax.grad`` in a mean and then
+    in a standard deviation run the same compiled program: JAX's partial evaluation split it
+    differently for each pattern of known-zero tangents (4.5 s of compile again here, before
+    ``calibration._entangled``): the second grad compiles no ``_implicit_tangent`` program (the
+    names of JAX's backend-compile events). The gradient in σ agrees with central differences."""
+    def scale(m, s):
+        first = jp.GaussianMixture(jnp.array([0.5, 0.5]), jnp.stack([jnp.asarray(-1.0), m]), jnp.array([0.5, 1.0]))
+        second = jp.GaussianMixture(jnp.array([0.3, 0.7]), jnp.array([0.0, 2.0]), jnp.stack([jnp.asarray(1.0), s]))
+        return jp.calibrate(jp.PairSet(first, second), 1.0, 1e-5, level="coupling", noise="gaussian").scale
+
+    assert np.isfinite(float(jax.grad(scale, 0)(1.0, 0.7)))
+    compiled = []
+    listener = lambda event, duration, **kw: compiled.append(str(kw.get("fun_name"))) if event.endswith("backend_compile_duration") else None  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        by_s = float(jax.grad(scale, 1)(1.0, 0.7))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    assert compiled and not [name for name in compiled if "_implicit_tangent" in name], compiled  # its small helpers do compile
+    assert by_s == pytest.approx((float(scale(1.0, 0.7 + 1e-5)) - float(scale(1.0, 0.7 - 1e-5))) / 2e-5, rel=1e-4)
 
 
 def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path, monkeypatch):
