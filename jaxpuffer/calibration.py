@@ -537,16 +537,21 @@ _search_init_jit = ExportedJit(_parallel.over_lanes(_search_init), portable=_our
 _search_run_jit = ExportedJit(_parallel.over_lanes(_search_run), portable=_ours, out_tree=_state_tree)
 
 
+def _on_host(state: _SearchState) -> _SearchState:
+    """The search state as numpy arrays, the form in which both the concrete search and an eager
+    implicit-gradient root (:func:`_root`) pass it to ``_search_run_jit``: one compiled program for
+    both (a committed device state lowers to another: 23 s of compile again for the GG(3) exact
+    level)."""
+    return jax.tree_util.tree_map(np.array, state)
+
+
 @partial(jax.custom_jvp, nondiff_argnums=(0, 4, 5))
 def _root(cfg, params, eps, target, max_iter, symmetric):
     """The per-pair calibrated scale (one uncompacted search, the same compiled functions as the
     concrete path); differentiable by the implicit function theorem."""
     state = _search_init_jit(cfg, params, eps, target, symmetric)
     if all(_validate.is_concrete(v) and getattr(v, "is_fully_addressable", True) for v in (*params, eps, target)):
-        # eager jax.grad: the state on the host, as the concrete path holds it, so that the search
-        # program is the one that path compiled (a committed device state lowers to another
-        # program: 23 s of compile again for the GG(3) exact level)
-        state = jax.tree_util.tree_map(np.array, state)
+        state = _on_host(state)  # eager jax.grad
     state = _search_run_jit(cfg, params, eps, target, max_iter, _bisect_from(max_iter), symmetric, state)
     return _search_result(state, cfg.rtol)[0]
 
@@ -798,7 +803,7 @@ def _solve_concrete(cfg, params, eps, target, max_iter, symmetric):
     n = params[0].shape[0]
     costly = cfg.level == "exact" and families.costly_exact(families.get(cfg.family), kernels.resolve(cfg.noise))
     passes, pad = _COMPACT_OFTEN if costly else _COMPACT_RARELY
-    state = jax.tree_util.tree_map(np.array, _search_init_jit(cfg, params, eps, target, symmetric))
+    state = _on_host(_search_init_jit(cfg, params, eps, target, symmetric))
     live = np.arange(n)
     for limit in (*[p for p in passes if p < max_iter], max_iter):
         live = live[~state.done[live] & (state.it[live] < max_iter)]

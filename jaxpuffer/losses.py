@@ -536,16 +536,16 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric, padded=F
 
 def pair_delta_and_slope(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
     """(δ, ∂δ/∂b) per pair, as :func:`pair_delta` (the exact search's value and the slope of its
-    model, :func:`jaxpuffer.calibration._search_run`), where the slope has a closed form; else
-    None (the search then takes the JVP of δ, :func:`jaxpuffer.families.delta_and_slope`). The
-    exact level under Laplace noise takes the slope in closed form (the envelope theorem on the CDFs' ∂/∂b at the crossing points,
-    :func:`jaxpuffer.noise.gauss_laplace`), so that the search's program holds no derivative of
-    the evaluator (a cold first exact-level call of 3 pairs, runs alternating with the JVP's:
-    19.6, 20.5, 21.1 -> 16.8, 18.1, 17.7 CPU-s; warm, 4,096 pairs: 0.33 -> 0.30 s at (1, 1e-6),
-    0.39 -> 0.35 s at (0.3, 1e-3), the same scales). Against the JVP of δ (4,096 random pairs, b from 0.3 to 1.5 times b_pure): the same
-    δ bit for bit, d log δ / d log b within 1e-8 relative (the JVP also differentiates δ's
-    rounding allowance). An order whose δ is the L1 fallback has slope NaN: the model takes no
-    step from it."""
+    model, :func:`jaxpuffer.calibration._search_run`), where the slope has a closed form; else None
+    (the search then takes the JVP of δ, :func:`jaxpuffer.families.delta_and_slope`). The exact
+    level under Laplace noise takes the slope in closed form (the envelope theorem on the CDFs' ∂/∂b
+    at the crossing points, :func:`jaxpuffer.noise.gauss_laplace`), so that the search's program
+    holds no derivative of the evaluator (a cold first exact-level call of 3 pairs, runs alternating
+    with the JVP's: 19.6, 20.5, 21.1 -> 16.8, 18.1, 17.7 CPU-s; warm, 4,096 pairs: 0.33 -> 0.30 s at
+    (1, 1e-6), 0.39 -> 0.35 s at (0.3, 1e-3), the same scales). Against the JVP of δ (4,096 random
+    pairs, b from 0.3 to 1.5 times b_pure): the same δ bit for bit, d log δ / d log b within 1e-8
+    relative (the JVP also differentiates δ's rounding allowance). An order whose δ is the L1
+    fallback has slope NaN: the model takes no step from it."""
     if level != "exact" or noise != "laplace":
         return None
     d12, d21, g12, g21 = _flat_batch(lambda *a: tuple(v for both in _laplace_exact(*a, scale_slope=True) for v in both), d_mu, s1, s2, b, eps)

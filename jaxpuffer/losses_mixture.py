@@ -742,16 +742,16 @@ def mixture_delta(level: str, noise, params, b, eps, symmetric, padded=False, sc
 def mixture_delta_and_slope(level: str, noise, params, b, eps, symmetric):
     """(δ, ∂δ/∂b) per pair, as :func:`mixture_delta`, for the exact search's model, where the slope
     has a closed form; else None (the search then takes the JVP of δ,
-    :func:`jaxpuffer.families.delta_and_slope`). The exact level under Laplace noise takes the
-    slope by the envelope theorem: Σ over the coarse pieces with
-    f ≥ 0 at both ends of ∂_b[P_i − e^ε P_j], the pieces' ends held fixed, from the component
-    CDFs' ∂/∂b in closed form (:func:`_pieces`), with no derivative traced through the evaluator;
-    NaN where the coupling bound is the lower (the search's model then takes no step from it).
-    It is the slope of the true δ, not of the evaluator's upper bound, which the JVP follows
-    through the allowances for unproven pieces; under Laplace noise the search needs fewer
-    evaluations with it and each costs less (1,024 random 3-component pairs, warm: (1, 1e-3)
-    5.8 -> 4.0 s, (0.3, 1e-6) 8.6 -> 6.4 s). Under Gaussian noise it needed more (2.7 -> 3.0 s
-    at (1, 1e-5)), so there, as at every other level and kernel, the search takes the JVP."""
+    :func:`jaxpuffer.families.delta_and_slope`). The exact level under Laplace noise takes the slope
+    by the envelope theorem: Σ over the coarse pieces with f ≥ 0 at both ends of ∂_b[P_i − e^ε P_j],
+    the pieces' ends held fixed, from the component CDFs' ∂/∂b in closed form (:func:`_pieces`),
+    with no derivative traced through the evaluator; NaN where the coupling bound is the lower (the
+    search's model then takes no step from it). It is the slope of the true δ, not of the
+    evaluator's upper bound, which the JVP follows through the allowances for unproven pieces; under
+    Laplace noise the search needs fewer evaluations with it and each costs less (1,024 random
+    3-component pairs, warm: (1, 1e-3) 5.8 -> 4.0 s, (0.3, 1e-6) 8.6 -> 6.4 s). Under Gaussian noise
+    it needed more (2.7 -> 3.0 s at (1, 1e-5)), so there, as at every other level and kernel, the
+    search takes the JVP."""
     if level != "exact" or noise != "laplace":
         return None
     return mixture_delta(level, noise, params, b, eps, symmetric, scale_slope=True)
