@@ -272,7 +272,13 @@ def _piece_sup(pts, weights, means, spreads, b, eps, noise, center, comps=None):
       * max(r(a), r(c)) where r_S' is proven of one sign: r_S' ≥ ℓ̃_i'(a) − ℓ̃_j'(c) − wκ, or the
         slope bounds from r_S'' ∈ [−(κ_i + λ_j), λ_i + κ_j].
 
-    The bound for f = r − ε is that less ε plus η_i; the other order swaps the mixtures.
+    The bound for f = r − ε is that less ε plus η_i, from the ends' values as computed; the other
+    order swaps the mixtures. Returned with it, per order and piece (each (2, pieces)): a bound on
+    the rounding of f at the ends (NOISE_ULPS ulps of 1 + |ℓ̃_S| per mixture, each component's
+    slope times the rounding of y − μ_m, and the slopes' rounding times the width), which the
+    exact f's sup may exceed the first by; and the *sliver*, the width within which f may cross
+    its ends' computed sign next to an end where r_S' is proven of one sign (that rounding over the
+    slope's bound), the whole piece elsewhere.
     ``comps``: :func:`_components` at ``pts`` where the caller already has them."""
     logits, slope, shift, shift_slope = _components(pts, weights, means, spreads, b, noise, center) if comps is None else comps
     true = logits - shift[:, None, None]  # ℓ_m(y)
@@ -304,6 +310,12 @@ def _piece_sup(pts, weights, means, spreads, b, eps, noise, center, comps=None):
 
     (la, da), (lc, dc) = subset(logits[:-1], slope[:-1], shift_slope[:-1]), subset(logits[1:], slope[1:], shift_slope[1:])
     width = pts[1:] - pts[:-1]
+    # the ends' ℓ̃_S as computed are within NOISE_ULPS ulps of 1 + |ℓ̃_S| (the grid's sign floor)
+    # plus, per component of S, its slope times the rounding of y − μ_m (harness seed 149: f of
+    # ~1e-16 above 0 over 6e-6 of a component 3e-4 wide, read as ≤ 0 proven: δ 0, truth 5e-26)
+    moved = 4.0 * _EPS64 * (jnp.abs(pts)[:, None, None] + jnp.abs(means)[None]) * (jnp.abs(slope) + jnp.abs(shift_slope)[:, None, None])
+    moved = jnp.maximum(jnp.max(jnp.where(in_s, moved[:-1], 0.0), axis=2), jnp.max(jnp.where(in_s, moved[1:], 0.0), axis=2))
+    ends_err = NOISE_ULPS * _EPS64 * (2.0 + jnp.maximum(jnp.abs(la), jnp.abs(lc))) + moved  # (pieces, 2)
 
     def order(i, j):  # sup of f = ℓ̃_i − ℓ̃_j − ε over each piece
         fa, fc = la[:, i] - la[:, j] - eps, lc[:, i] - lc[:, j] - eps
@@ -319,9 +331,14 @@ def _piece_sup(pts, weights, means, spreads, b, eps, noise, center, comps=None):
         ends = jnp.maximum(fa, fc)
         bound = jnp.minimum(convex, chord)
         bound = jnp.where((low > margin) | (high < -margin), jnp.minimum(bound, ends), bound)
-        return jnp.where(width > 0, bound + eta[:, i], ends)
+        value_err = ends_err[:, i] + ends_err[:, j] + _EPS64 * jnp.abs(eps) + width * margin  # f's rounding at the ends
+        # where r_S' is proven of one sign, |r_S'| ≥ steep: f crosses its ends' computed sign at
+        # most (rounding + η)/steep from an end (the sliver; the whole piece where not proven)
+        steep = jnp.maximum(low, -high) - margin
+        sliver = jnp.where(steep > 0, jnp.minimum(width, (value_err + eta[:, i] + eta[:, j]) / jnp.where(steep > 0, steep, 1.0)), width)
+        return jnp.where(width > 0, bound + eta[:, i], ends), jnp.where(width > 0, value_err, 0.0), sliver
 
-    return jnp.stack([order(0, 1), order(1, 0)])
+    return tuple(jnp.stack(v) for v in zip(order(0, 1), order(1, 0)))
 
 
 class _Pair(NamedTuple):
@@ -382,8 +399,15 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps, scale_slope=False):
     e_eps = jnp.exp(eps)
     width = pts[1:] - pts[:-1]
     lip = _slope_bound(pts, weights, means, spreads, b_, noise)  # |f'| on each inner piece
-    sup_f = _piece_sup(pts, weights, means, spreads, b_, eps_, noise, center, comps)
-    sup_f = jnp.where(jnp.isnan(sup_f), jnp.inf, sup_f)  # a NaN bound proves nothing
+    sup_computed, f_err, sliver = _piece_sup(pts, weights, means, spreads, b_, eps_, noise, center, comps)
+    sup_computed = jnp.where(jnp.isnan(sup_computed), jnp.inf, sup_computed)  # a NaN bound proves nothing
+    sup_f = jnp.where(jnp.isnan(f_err), jnp.inf, sup_computed + f_err)
+    # each mixture's mass over a sliver at either end of a piece: its width × the larger end
+    # density (as computed, raised by its rounding), raised by the slope bound over the sliver
+    log_dens = _log_densities(pts, weights, means, spreads, b_, noise, center, comps)[0] - comps[2][:, None]
+    near = jnp.maximum(log_dens[:-1], log_dens[1:])  # (pieces, 2)
+    sliver_mass = sliver[:, :, None] * jnp.exp(near[None] + (lip * sliver + f_err)[:, :, None])  # (order, pieces, mixture)
+    sliver_mass = jnp.where(jnp.isnan(sliver_mass), jnp.inf, sliver_mass)
     cdf, sf, *d_cdf = _component_tails(pts, m_g, s_g, b, noise, scale_slope)
     ones, zeros = jnp.ones((1,) + m_g.shape), jnp.zeros((1,) + m_g.shape)
     lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None, None]
@@ -410,26 +434,31 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps, scale_slope=False):
         # nothing where sup f ≤ 0 is proven (a computed value above its rounding bound is kept
         # all the same), else ∫ p_i (1 − e^{−f})_+ ≤ P_i (1 − e^{−sup f}); a piece whose ends have
         # strictly opposite signs (a zero's bracket, however narrow Newton left it) holds at
-        # most P_i (1 − e^{−F}), F the least of sup f and the tent (f(a) + f(c))/2 + L (c − a)/2
+        # most P_i (1 − e^{−F}), F the least of sup f and the tent (f(a) + f(c))/2 + L (c − a)/2.
+        # Each sup is of the exact f (its computed bound plus the ends' rounding), and where f is
+        # proven monotone, P_j or P_i may be that of the sliver next to an end only
         own, dip = sup_f[k], sup_f[1 - k] + 2.0 * eps_
+        p_sliver, q_sliver = sliver_mass[k, :, k], sliver_mass[k, :, 1 - k]
         p_in, q_in, rounding_in = jnp.maximum(p[1:-1], 0.0), jnp.maximum(q[1:-1], 0.0), rounding[1:-1]
         positive = (f_a >= 0) & (f_c >= 0)
         piece = jnp.where(positive, jnp.maximum(value, 0.0) + rounding, jnp.maximum(value - rounding, 0.0))
         split = (((f_a > 0) & (f_c < 0)) | ((f_a < 0) & (f_c > 0)))[1:-1]
-        tent = 0.5 * (f_pts[k, :-1] + f_pts[k, 1:]) + 0.5 * lip * width
+        tent = 0.5 * (f_pts[k, :-1] + f_pts[k, 1:]) + 0.5 * lip * width + f_err[k]
         at_most = lambda mass_, sup: mass_ * -jnp.expm1(-jnp.maximum(sup, 0.0))  # noqa: E731
         inner = jnp.where(
             split,
             at_most(p_in, jnp.minimum(tent, own)) + rounding_in,
             jnp.where(
                 positive[1:-1],
-                piece[1:-1] + jnp.where(dip > 0, e_eps * at_most(q_in, dip), 0.0),
-                jnp.where(own > 0, at_most(p_in, own) + rounding_in, piece[1:-1]),
+                piece[1:-1] + jnp.where(dip > 0, e_eps * at_most(jnp.minimum(q_in, q_sliver), dip), 0.0),
+                jnp.where(own > 0, jnp.minimum(at_most(p_in, own) + rounding_in, at_most(p_sliver, own)), piece[1:-1]),
             ),
         )
         inner = jnp.minimum(inner, width * dens_max[k])
         bounds.append(jnp.concatenate([piece[:1] + p[:1] + rounding[:1], inner, piece[-1:] + p[-1:] + rounding[-1:]]))
-        unproven.append(~split & jnp.where(positive[1:-1], dip > 0, own > 0) & (width > 0))
+        # unproven (worth subdividing): a bound above 0 before its rounding margin, which no
+        # subdivision removes (it leaves the piece, or its sliver, bounded by the margin)
+        unproven.append(~split & (jnp.where(positive[1:-1], sup_computed[1 - k] + 2.0 * eps_, sup_computed[k]) > 0) & (width > 0))
         if scale_slope:
             slopes.append(jnp.where(positive & (value > 0), d_mass[:, k] - e_eps * d_mass[:, 1 - k], 0.0))
     return (jnp.stack(bounds), jnp.stack(unproven), *((jnp.stack(slopes),) if scale_slope else ()))

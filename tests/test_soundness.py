@@ -43,11 +43,23 @@ REPRO_FLAT_TAIL = (  # harness seed 47: f ≈ +8e-10 over y ∈ [18, 250], a 3e-
      [0.04534331283357367, 1.6009571947079235, 0.0006910402916799909, 0.018507690904753304]),
 )
 
+REPRO_ROUNDED_ZERO = (  # harness seed 149: near point masses at b ≈ 1804, where f rises to +9e-17 over
+    # 6e-6 beside the 3e-4-wide component at 6.607 (mpmath, 60 digits); the piece bounds took the
+    # computed f (≤ 0 by rounding) as exact and proved sup f ≤ 0: δ 0, the reference's 4.5e-25
+    ([0.5427497578542949, 0.45625588143819673, 0.00037991498692804387, 0.0006144457205803926],
+     [6.607437412815264, -0.0954324665417964, -0.1375439054647904, -2.416205715069318],
+     [0.00027778327606183965, 0.00010247767918257993, 0.00016232148630796823, 0.007349129990593277]),
+    ([0.9636457064237774, 0.007189924631193502, 0.029121567194651348, 4.2801750377669966e-05],
+     [-4.4882652241763745, -4.892833858789165, -0.7488814915604662, -0.3234311257982588],
+     [0.27061640309943286, 3.215192672327419, 0.0012855663784741567, 0.24696978938044953]),
+)
+
 
 @pytest.mark.parametrize("repro, eps, delta, noise, old", [
     (REPRO_LAPLACE, 2.0, 1e-12, "laplace", 2.3079250282184316),
     (REPRO_GAUSSIAN, 5.0, 1e-10, "gaussian", 46.87930743745995),
     (REPRO_FLAT_TAIL, 4.317919624896223, 1.2483042630645345e-26, "laplace", 0.47582302800521936),
+    (REPRO_ROUNDED_ZERO, 0.004393019392601259, 8.069702888110201e-29, "laplace", 1804.2603120236672),
 ])
 def test_mixture_reproducers_are_sound(repro, eps, delta, noise, old):
     first, second = repro
@@ -399,7 +411,8 @@ def test_piece_bounds_hold_against_the_reference(noise):
 
     def one(w_, m_, s_, b_, pts_):
         pair = lm._pair(*[(w_[i], m_[i], s_[i]) for i in range(2)], b_, 1.0, noise)
-        return lm._piece_sup(pts_, pair.weights, pair.means, pair.spreads, pair.b, pair.eps, noise, pair.center)
+        computed, rounding, _ = lm._piece_sup(pts_, pair.weights, pair.means, pair.spreads, pair.b, pair.eps, noise, pair.center)
+        return computed + rounding
 
     bound = np.asarray(jax.vmap(one)(w, m, s, b, pts))  # (n, 2, pieces)
     worst = -np.inf
