@@ -38,12 +38,17 @@ points (grid, bracket ends, extrema; each carries f of both orders as evaluated)
 (:func:`_piece_sup`: the components within 60 nats of the piece's floor, the rest bounded by
 η ≤ k e^{−60}; a lower bound κ and an upper bound λ on (log p)'' there; the least of a
 convex-minus-convex enclosure, the chord plus a curvature term, and the larger end value where the
-slope is proven of one sign). Then
+slope is proven of one sign), raised by a bound on the rounding of f at its ends, so that it bounds
+the exact f (harness seed 149: f ~1e-16 above 0 over a stretch that its computed values put at or
+below 0). Where the slope is proven of one sign, f can cross its ends' computed signs only within
+a *sliver* next to an end (the rounding over the slope's bound), and a mass below may be the
+sliver's (its width × the larger end density, raised by the slope over it). Then
 
   * a piece with f ≥ 0 at both ends holds P_i − e^ε P_j (a CDF difference, raised by its rounding
-    bound) plus, unless sup(−f) ≤ 0 is proven, ∫ [e^ε p_j − p_i]_+ ≤ e^ε P_j (1 − e^{−sup(−f)});
+    bound) plus, unless sup(−f) ≤ 0 is proven, ∫ [e^ε p_j − p_i]_+ ≤ e^ε P_j (1 − e^{−sup(−f)})
+    (P_j of the sliver where f is monotone);
   * a piece with f ≤ 0 at both ends holds 0 where sup f ≤ 0 is proven, else at most
-    P_i (1 − e^{−sup f});
+    P_i (1 − e^{−sup f}) (P_i of the sliver where f is monotone);
   * a piece whose ends have strictly opposite signs (a zero's bracket, however wide Newton left
     it: :func:`jaxpuffer._roots.newton_bracket` closes it on both sides) holds at most
     P_i (1 − e^{−F}), F the least of sup f and the tent (f(a) + f(c))/2 + L(c − a)/2;
