@@ -50,6 +50,10 @@ def main():
             out[f"binding_{key}"] = [np.asarray(i).tolist() for i in c.binding]
             out[f"traced_{key}"] = len(traced)
         out["sharded"] = out["traced_two"] > 0 and out["traced_one"] == 0
+        out["eps"], out["delta"] = [0.5, 1.0], DELTA
+        if name == "mixture":  # each pair's (weights, means, stds) of both priors, for the reference
+            out["pairs"] = [[[np.asarray(leaf)[i].tolist() for leaf in (prior.weights, prior.means, prior.stds)] for prior in (pairs.first, pairs.second)]
+                            for i in range(pairs.first.weights.shape[0])]
         report["families"][name] = out
     pairs, noise = families(np.random.default_rng(20261124))["gaussian"]
     grad = lambda devices: jax.grad(lambda e: jp.calibrate(pairs, e, DELTA, level="exact", noise=noise, devices=devices).scale)(1.0)  # noqa: E731

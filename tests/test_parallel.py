@@ -17,6 +17,7 @@ import numpy as np
 
 import jaxpuffer as jp
 from _distributed_worker import DELTA, EPS, OPTIONS, pair_set
+from adversarial.reference import exact_delta
 
 HERE = pathlib.Path(__file__).resolve().parent
 RTOL = 1e-10  # calibrate's default: every answer lies in [b*, b*(1 + rtol)] of the smallest feasible b*
@@ -82,8 +83,13 @@ def test_two_processes_return_the_one_process_calibration(tmp_path):
 # ≤ 1.5e-12). Mixtures: the exact evaluator is an upper bound whose slack depends on root-finding
 # decisions that such ulps can flip (one lane of 256 read δ 0.66 % higher on two devices, where
 # the independent reference gives 9.99999997e-7 at the one-device answer and 9.9999304e-7 at the
-# two-device one: both safe), so the answers agree to ~1e-7 (measured max 6.1e-8 over 256 pairs).
-AGREE = {"gaussian": RTOL, "discrete": RTOL, "mixture": 1e-6}
+# two-device one: both safe), so the answers agree to ~1e-7 (measured max 6.1e-8 over 256 pairs)
+# where δ(b) is gentle, and by more where it is steep: with the rounding margins of the piece bounds
+# (stop 64), pair 35 at ε = 0.5 read δ 0.085 % higher on two devices near its answer, and there
+# δ(b) moves 590x faster than b: 1.0766170798 (one device; reference δ 0.99999998e-6) against
+# 1.0766186268 (two; 0.99914733e-6), 1.4e-6 apart. Every lane that differs by more than 1e-7 is
+# checked against the independent reference at both answers: sound, and within 1 % of δ.
+AGREE = {"gaussian": RTOL, "discrete": RTOL, "mixture": 1e-5}
 
 
 def test_devices_shard_the_pairs_for_every_family():
@@ -100,6 +106,12 @@ def test_devices_shard_the_pairs_for_every_family():
         one, two = np.array(r["one"]), np.array(r["two"])
         assert one.shape == two.shape == (2, 64), family
         np.testing.assert_allclose(two, one, rtol=AGREE[family], atol=0, err_msg=family)
+        for sweep, lane in zip(*np.nonzero(np.abs(two - one) > 1e-7 * one)):
+            assert family == "mixture", family
+            pair = r["pairs"][lane]
+            for b in (one[sweep, lane], two[sweep, lane]):
+                got = max(exact_delta(*pair, b, r["eps"][sweep], "laplace"), exact_delta(*pair[::-1], b, r["eps"][sweep], "laplace"))
+                assert 0.99 * r["delta"] <= got <= r["delta"] * (1 + 1e-9), (lane, b, got)
         assert max(r["delta_two"]) <= DELTA and max(r["delta_one"]) <= DELTA, family
         np.testing.assert_allclose(r["scale_two"], r["scale_one"], rtol=AGREE[family], atol=0, err_msg=family)
         assert r["binding_two"] == r["binding_one"], family
