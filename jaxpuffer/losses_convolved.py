@@ -36,7 +36,8 @@ mirror image right of it — a convex V, hence below its own chord through 2ℓ(
 :mod:`jaxpuffer.losses_enclosure` with each prior as one "atom" (the line through the V's ends in
 place of the tangent at m; the error of each value widens both), so its cell bounds of
 ∫ [p − e^ε q]_+, its masses by ∫ e^chord ≤ ∫ e^ℓ ≤ ∫ e^V and its refinement of the loosest cells
-apply unchanged. A mixture Σ_k w_k N(μ_k, σ_k²) is the same with each component one atom (each
+apply unchanged (refining only the orders that can still decide the result:
+:func:`jaxpuffer.losses_enclosure.refined_deciding`). A mixture Σ_k w_k N(μ_k, σ_k²) is the same with each component one atom (each
 log-concave; the enclosure's log-sum-exps weigh them), so a pair of mixtures needs nothing more.
 The outer grid puts cell ends around each component's mean where log g and the component have
 fallen by the enclosure's levels (their scales added), out to where both have fallen by 80;
@@ -322,7 +323,7 @@ def hockey(kernel, mu, sigma, lw_p, lw_q, b, eps, symmetric):
     tab = tables(ends)
     orders = jnp.stack([jnp.stack([lw_p, lw_q]), jnp.stack([lw_q, lw_p])])
     coarse = jax.vmap(lambda lw: enclosure.cell_bounds(tab, lw[0], lw[1], eps))(orders)
-    up, dn = jax.vmap(lambda c, lw: enclosure.refined(tables, eps, ends, c, lw[0], lw[1], tab["reuse"]))(coarse, orders)
+    up, dn = enclosure.refined_deciding(tables, eps, ends, coarse, orders, symmetric, tab["reuse"])
     # P's mass beyond the grid: ≤ P(|X − μ_k| > σ_k√(2R)) + P(|N| > b t(R)) on the two sides
     reach = kernel.decay_offsets(jnp.asarray(_REACH, jnp.float64))
     beyond = 2.0 * jnp.exp(log_ndtr(-math.sqrt(2.0 * _REACH))) + 2.0 * jnp.exp(kernel.log_sf(reach * b, b))
