@@ -37,8 +37,9 @@ mirror image right of it — a convex V, hence below its own chord through 2ℓ(
 place of the tangent at m; the error of each value widens both), so its cell bounds of
 ∫ [p − e^ε q]_+, its masses by ∫ e^chord ≤ ∫ e^ℓ ≤ ∫ e^V and its refinement of the loosest cells
 apply unchanged (refining only the orders that can still decide the result:
-:func:`jaxpuffer.losses_enclosure.refined_deciding`). A mixture Σ_k w_k N(μ_k, σ_k²) is the same with each component one atom (each
-log-concave; the enclosure's log-sum-exps weigh them), so a pair of mixtures needs nothing more.
+:func:`jaxpuffer.losses_enclosure.refined_deciding`). A mixture Σ_k w_k N(μ_k, σ_k²) is the same
+with each component one atom (each log-concave; the enclosure's log-sum-exps weigh them), so a
+pair of mixtures needs nothing more.
 The outer grid puts cell ends around each component's mean where log g and the component have
 fallen by the enclosure's levels (their scales added), out to where both have fallen by 80;
 beyond, P's mass is at most 2Φ(−√160) + 2P(N > b·80^{1/p}), added to δ.
