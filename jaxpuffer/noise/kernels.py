@@ -183,6 +183,12 @@ class _Kernel:
     pure_eps: ClassVar[bool] = False
     shape_names: ClassVar[tuple] = ()  # the shape parameters (:meth:`shape_values`)
 
+    def log_density_curvature_slope(self, t, b):
+        """|dκ/dt| at t ≥ 0 (κ = −d²/dt² log g_b; monotone in t; at 0 the right limit), the third
+        derivative that the density bounds of :mod:`jaxpuffer.losses_convolved` take to third order.
+        +∞ here: a kernel that does not define it gets their second-order bounds."""
+        return jnp.full(jnp.broadcast_shapes(jnp.shape(t), jnp.shape(b)), jnp.inf)
+
     def _log_tail(self, t, b):  # pragma: no cover - every kernel defines it
         raise NotImplementedError
 
@@ -271,6 +277,9 @@ class Laplace(_Kernel):
         """κ(t) = −d²/dt² log g_b(t) at t ≥ 0 (monotone in t; at 0 the right limit)."""
         return jnp.zeros(jnp.broadcast_shapes(jnp.shape(t), jnp.shape(b)))
 
+    def log_density_curvature_slope(self, t, b):
+        return jnp.zeros(jnp.broadcast_shapes(jnp.shape(t), jnp.shape(b)))
+
     def shift_delta(self, w, b, eps):
         """(1 − e^{(ε − w/b)/2})_+: the Laplace mechanism's exact δ for sensitivity w."""
         return jnp.maximum(-jnp.expm1(0.5 * (eps - jnp.abs(w) / b)), 0.0)
@@ -319,6 +328,9 @@ class Normal(_Kernel):
 
     def log_density_curvature(self, t, b):
         return jnp.broadcast_to(1.0 / jnp.square(b), jnp.broadcast_shapes(jnp.shape(t), jnp.shape(b)))
+
+    def log_density_curvature_slope(self, t, b):
+        return jnp.zeros(jnp.broadcast_shapes(jnp.shape(t), jnp.shape(b)))
 
     def shift_delta(self, w, b, eps):
         """The analytic Gaussian mechanism (Balle & Wang 2018) for sensitivity w, std b."""
@@ -376,6 +388,17 @@ class GeneralizedGaussian(_Kernel):
         at_zero = jnp.where(p < 2.0, jnp.inf, jnp.where(p == 2.0, 2.0 / jnp.square(b), 0.0))
         value = jnp.where(positive, p * (p - 1.0) * jnp.where(positive, x, 1.0) ** (p - 2.0) / jnp.square(b), at_zero)
         return jnp.where(p == 1.0, 0.0, value)
+
+    def log_density_curvature_slope(self, t, b):
+        """|dκ/dt| = p(p − 1)|p − 2| t^{p−3}/b^p: decreasing in t for p < 3 (∞ at 0 unless p is 1 or
+        2, where it is 0 everywhere), constant for p = 3, increasing for p > 3 (0 at 0). As
+        :meth:`log_density_curvature`, the power only at t > 0 and constants at t = 0."""
+        p = self.p
+        x = t / b
+        positive = x > 0
+        at_zero = jnp.where(p < 3.0, jnp.inf, jnp.where(p == 3.0, 6.0 / b**3, 0.0))
+        value = jnp.where(positive, p * (p - 1.0) * jnp.abs(p - 2.0) * jnp.where(positive, x, 1.0) ** (p - 3.0) / b**3, at_zero)
+        return jnp.where((p == 1.0) | (p == 2.0), 0.0, value)
 
     def shift_delta(self, w, b, eps):
         """The exact hockey-stick δ between GG(0, b, p) and GG(w, b, p), p ≥ 1, as a certified upper
