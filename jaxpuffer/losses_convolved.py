@@ -19,13 +19,16 @@ d = t − m, h = t₁ − t₀ and J the larger end value of |κ'| (|ℓ‴| ≤
     κ_dn = min(κ_max, κ(m) + Jh/6),   κ_up = max(κ_min, κ(m) − Jh/6)
 
 (κ_min, κ_max its end values; where κ_dn = ∞ — the cell at 0 for p < 2 — the chord bounds ℓ from
-below instead; above, the lesser of that and the Taylor bound with κ_min at the cell's higher end,
-which does not cancel where ℓ falls by orders of magnitude across the cell). With the second-order
-bounds alone (κ_max, κ_min at m; the upper one split between the two ends) the density's bounds
-were 2–3x wider and δ's upper bound 1.3–2x further from its lower one (16 random Gaussian pairs,
-GG(1.5), GG(3), GG(8); every upper bound is lower now) and each evaluation 10–20 % slower, at
-the same 3 Gaussian integrals per cell; their upper bound of log p also reached 4e16 for p = 8,
-σ ≫ b far out (≤ 3e-4 wide now on 1,200 random points, against the harness's reference). The prior's factor is integrated exactly: for an exponent quadratic in t,
+below instead; above, the lesser of that and the Taylor bound with κ_min at the end where the
+integrand is larger, which stays tight where the prior's factor holds a cell's mass at one end
+and does not cancel where ℓ falls by orders of magnitude across a cell). With the second-order
+bounds (κ_max, κ_min at m; the upper one split between the two ends) the density's bounds were
+2–3x wider and δ's upper bound 1.3–2x further from its lower one (16 random Gaussian pairs,
+GG(1.5), GG(3), GG(8); every upper bound is lower now), each evaluation 10–20 % slower at the
+same 3 Gaussian integrals per cell, and their upper bound of log p reached 4e16 for p = 8, σ ≫ b
+far out (now ≤ 3e-4 above the lower one on 1,200 random points, none off the independent
+reference of ``tests/adversarial``). The prior's factor is integrated exactly: for an exponent
+quadratic in t,
 
     ∫_{t₀}^{t₁} e^{α + β d − κ d²/2} φ_σ(z − t) dt = e^{E(t̂)} (1 + κσ²)^{-1/2} [Φ(√A (t₁ − t̂)) − Φ(√A (t₀ − t̂))],
 
