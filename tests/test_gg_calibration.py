@@ -344,10 +344,14 @@ def test_harness_reference_density_matches_mpmath():
 def test_gaussian_gg_density_bounds_bracket_mpmath():
     """The certified quadrature of N(0, s²) ⊛ GG(b, p): its lower and upper bounds of log p(z)
     bracket the mpmath value, from the centre to far tails (log p down to −2.4e5), with σ/b from
-    1e-2 to 1e2, and are within 1e-3 of each other (measured: ≤ 2e-4; 0 to rounding for p = 2)."""
+    1e-2 to 2e3, and are within 1e-3 of each other (measured: ≤ 1.8e-4; 0 to rounding for p = 2).
+    The last three cases are wide priors far out (z ≈ 14σ, σ/b ≈ 2e3), where the second-order
+    bounds' upper end was 3e14 to 4e16 above the lower one for p = 8 (sound, but useless)."""
     from jaxpuffer.losses_convolved import log_density_bounds
 
     cases = [(z * (s + b), s, b) for s, b in ((1.0, 1.0), (0.01, 1.0), (100.0, 1.0), (0.3, 2.0)) for z in (0.0, 0.5, 3.0, 10.0, -7.0)]
+    cases += [(9966.755655781593, 693.0352137515758, 0.34825536273873736), (3839.1742682662434, 301.6531328352202, 0.1706527461768695),
+              (-4337.981950487885, 687.0596804570007, 0.34898182853856335)]
     z, s, b = (jnp.array(v) for v in zip(*cases))
     for p in (1.5, 2.0, 3.0, 8.0):
         lo, hi = (np.asarray(v) for v in log_density_bounds(GeneralizedGaussian(p), z, s, b))

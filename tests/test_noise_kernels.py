@@ -54,6 +54,26 @@ def test_gg_special_cases_are_laplace_and_normal():
     assert float(GeneralizedGaussian(1.0).variance(B)) == pytest.approx(float(Laplace().variance(B)), rel=1e-14)
 
 
+def test_curvature_and_its_slope_are_the_log_density_derivatives():
+    """κ = −(log g)'' and |κ'| (what the third-order density bounds of losses_convolved take) against
+    mpmath's derivatives of log g written from its formula, for t > 0 (rel 1e-12); at t = 0 the
+    right limits (∞ where the power is negative, else 0 or the constant), and 0 for Laplace and
+    Normal noise (ℓ is affine or quadratic)."""
+    mp.mp.dps = 40
+    t = np.array([1e-3, 0.2, 1.0, 2.5, 7.0]) * B
+    for p in (1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 8.0):
+        k = GeneralizedGaussian(p)
+        log_g = lambda u: -((u / mp.mpf(B)) ** p)  # noqa: E731 (u > 0; the constant has no derivative)
+        curvature = np.array([-float(mp.diff(log_g, mp.mpf(v), 2)) for v in t])
+        slope = np.array([abs(float(mp.diff(log_g, mp.mpf(v), 3))) for v in t])
+        np.testing.assert_allclose(np.asarray(k.log_density_curvature(t, B)), curvature, rtol=1e-12, atol=1e-30)  # (mp.diff: ~1e-53 where the truth is 0)
+        np.testing.assert_allclose(np.asarray(k.log_density_curvature_slope(t, B)), slope, rtol=1e-12, atol=1e-30)
+        at_zero = float(k.log_density_curvature_slope(0.0, B))
+        assert at_zero == (np.inf if p in (1.5, 2.5) else 6.0 / B**3 if p == 3.0 else 0.0), (p, at_zero)
+    for kernel in (Laplace(), Normal()):
+        assert np.all(np.asarray(kernel.log_density_curvature_slope(np.concatenate([[0.0], t]), B)) == 0.0)
+
+
 def test_samples_match_the_variance_and_kernels_are_pytrees():
     key = jax.random.PRNGKey(0)
     for k in (Laplace(), Normal(), GeneralizedGaussian(3.0)):
