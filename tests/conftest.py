@@ -16,8 +16,13 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))  # tests/_reference.py, tests/adversarial
 from adversarial.memory import bound_memory_maps  # noqa: E402
+import _compile_report  # noqa: E402
 
 SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def pytest_addoption(parser):
+    _compile_report.addoption(parser)  # --compile-report
 
 
 def pytest_configure(config):
@@ -32,6 +37,7 @@ def pytest_configure(config):
     jax.config.update("jax_compilation_cache_dir", folder)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)  # every program, as the library does
     jaxpuffer._cache.set_export_folder(os.path.join(folder, "exported"))  # the traced search programs too, as the library does
+    _compile_report.configure(config)
 
 
 @pytest.hookimpl(optionalhook=True)
