@@ -2,9 +2,8 @@
 
 Each test's XLA work is summed from JAX's own monitoring events — backend compile requests (count
 and seconds; a request that the persistent cache answers counts too, as a hit, in milliseconds),
-tracing and lowering (seconds) — and the summary prints,
-per module, the tests' time (setup + call + teardown, from pytest's reports) beside those figures,
-largest first. Under pytest-xdist every worker sums its own tests and hands the totals to the
+tracing and lowering (seconds) — and the summary prints, per module, the tests' time (setup + call
++ teardown, from pytest's reports) beside those figures, largest first. Under pytest-xdist every worker sums its own tests and hands the totals to the
 controller (``workeroutput``), which prints one table.
 
 A request that is not a hit compiles a program that neither this process nor the session's shared

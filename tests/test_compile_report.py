@@ -2,7 +2,10 @@
 session, it prints one row per test module with the tests' seconds and JAX's compile requests
 and seconds, and a total; without the option it prints nothing."""
 
+import pathlib
+
 pytest_plugins = ["pytester"]
+HERE = pathlib.Path(__file__).resolve().parent
 
 _MODULE = '''
 import jax, jax.numpy as jnp
@@ -16,7 +19,7 @@ def test_compiles_nothing():
 
 
 def _run(pytester, *options):
-    pytester.makeconftest(f"import sys; sys.path.insert(0, {str(__import__('pathlib').Path(__file__).parent)!r}); import _compile_report\n"
+    pytester.makeconftest(f"import sys; sys.path.insert(0, {str(HERE)!r}); import _compile_report\n"
                           "def pytest_addoption(parser):\n    _compile_report.addoption(parser)\n"
                           "def pytest_configure(config):\n    _compile_report.configure(config)\n")
     pytester.makepyfile(test_tiny=_MODULE)
