@@ -35,7 +35,11 @@ def float_array(name: str, value) -> jax.Array:
     if isinstance(value, (str, bytes)):
         raise ValueError(f"{name} must be a real number or array; got {value!r}")
     try:
-        arr = jnp.asarray(value, dtype=jnp.float64)
+        # a float64 array (a tracer included) is kept as the same object, so that two priors given
+        # one support array are seen to share it under jax.grad too (pairs.align_discrete); a
+        # weakly typed one is converted (made strong), as any other input
+        same = isinstance(value, jax.Array) and value.dtype == jnp.float64 and not value.aval.weak_type
+        arr = value if same else jnp.asarray(value, dtype=jnp.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real number or array; got {value!r}") from None
     if is_concrete(arr):
@@ -143,8 +147,8 @@ def probability_vector(name: str, arr) -> jax.Array:
     Traced: a row that is not such a vector becomes NaN (it cannot be refused)."""
     nonnegative(name, arr)
     total = jnp.sum(arr, axis=-1, keepdims=True)
-    if is_concrete(arr):
-        host = np.asarray(total)[..., 0]
+    if is_concrete(arr):  # (checked on the host: inside jit, even a concrete array's sum is traced)
+        host = np.sum(np.asarray(arr), axis=-1)
         off = np.abs(host - 1.0) > 1e-9
         if np.any(off):
             raise ValueError(f"{name} must sum to 1 along the last axis (within 1e-9); got a sum of {host[off].ravel()[0]!r}")

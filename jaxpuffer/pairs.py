@@ -117,12 +117,15 @@ def _uniform_rows(support) -> np.ndarray | None:
 def align_discrete(first: Discrete, second: Discrete) -> tuple[Discrete, Discrete]:
     """Put two batches of discrete priors (same batch shape) on a common support per pair.
 
-    Equal alphabets (pair by pair) are kept as they are. Alphabets shared across the batch are merged into their
-    sorted union (exact, each point once). Otherwise each pair's two alphabets are concatenated
-    and sorted, each pmf padded with zeros on the other's points (a point in both alphabets then
-    appears twice, harmless for every computation here: a zero-width segment or a zero-mass atom).
+    Equal alphabets (pair by pair: one array, traced or not, or equal concrete values) are kept as
+    they are. Alphabets shared across the batch are merged into their sorted union (exact, each
+    point once). Otherwise each pair's two alphabets are concatenated and sorted, each pmf padded
+    with zeros on the other's points (a point in both alphabets then appears twice, harmless for
+    every computation here: a zero-width segment or a zero-mass atom).
     """
     s1, s2 = first.support, second.support
+    if s1 is s2:  # one array (e.g. a support traced by jax.grad): the same atoms as its concrete values
+        return first, second
     if s1.shape == s2.shape and _validate.is_concrete(s1) and _validate.is_concrete(s2) and np.array_equal(s1, s2):
         return first, second
     r1, r2 = _uniform_rows(s1), _uniform_rows(s2)

@@ -228,7 +228,9 @@ def test_discrete_exact_level_gg_reverse_mode_gradient(recording_compiles):
     (``test_log_gammaincc_derivatives_against_mpmath``). The second p compiles no search: p is a
     value of the compiled search (its backend compiles are counted)."""
     def scale(x1, p=3.0):
-        x = jnp.stack([jnp.asarray(0.0), x1, jnp.asarray(2.5)])
+        # (one strongly typed support array for both priors: they keep its 3 atoms under jax.grad,
+        # as the concrete calls below do, so all of them share one compiled search)
+        x = jnp.array([0.0, 0.0, 2.5]).at[1].set(x1)
         pairs = jp.PairSet(jp.Discrete(x, jnp.array([0.6, 0.3, 0.1])), jp.Discrete(x, jnp.array([0.1, 0.3, 0.6])))
         return jp.calibrate(pairs, 0.5, 1e-3, level="exact", noise=GeneralizedGaussian(p)).scale
 

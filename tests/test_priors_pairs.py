@@ -100,3 +100,30 @@ def test_concatenate():
     assert both.batch_shape == (6,)
     with pytest.raises(ValueError, match="symmetric"):
         jp.concatenate(a, jp.all_pairs(jp.Gaussian([0.0, 1.0], 1.0)))
+
+
+def test_discrete_pair_on_one_support_array_keeps_its_atoms_under_tracing():
+    """Two priors given the same support array stay on that alphabet under jit, grad and vmap, as
+    their concrete values do (they were merged into a 6-atom concatenation once the support was a
+    tracer: another compiled search for the traced call, and under jax.grad another implicit
+    gradient). Two different traced arrays are still concatenated (their values are unknown).
+    Built inside jit, closed-over concrete probs are checked on the host (their sum, traced there,
+    raised TracerArrayConversionError)."""
+    probs = jnp.array([0.6, 0.3, 0.1]), jnp.array([0.1, 0.3, 0.6])
+
+    def aligned(x, y=None):
+        pairs = jp.PairSet(jp.Discrete(x, probs[0]), jp.Discrete(x if y is None else y, probs[1]))
+        return pairs.first.support, pairs.first.probs, pairs.second.probs
+
+    x = jnp.array([0.0, 1.0, 2.5])
+    concrete = aligned(x)
+    assert concrete[0].shape == (3,)
+    for traced in (jax.jit(aligned)(x), jax.vmap(aligned)(x[None])):
+        for got, want in zip(traced, concrete):
+            np.testing.assert_array_equal(np.reshape(got, want.shape), want)
+    atoms = []
+    jax.grad(lambda x1: (atoms.append(aligned(x.at[1].set(x1))[0].shape[-1]), x1)[1])(1.0)
+    assert atoms == [3]
+    support, first, second = jax.jit(aligned)(x, x + 0.5)
+    assert support.shape == (6,) and np.all(np.diff(np.asarray(support)) >= 0)
+    np.testing.assert_allclose([np.sum(first), np.sum(second)], 1.0)
