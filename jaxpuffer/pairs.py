@@ -124,9 +124,8 @@ def align_discrete(first: Discrete, second: Discrete) -> tuple[Discrete, Discret
     every computation here: a zero-width segment or a zero-mass atom).
     """
     s1, s2 = first.support, second.support
-    if s1 is s2:  # one array (e.g. a support traced by jax.grad): the same atoms as its concrete values
-        return first, second
-    if s1.shape == s2.shape and _validate.is_concrete(s1) and _validate.is_concrete(s2) and np.array_equal(s1, s2):
+    # one array (also a support traced by jax.grad: the same atoms as its concrete values), or equal values
+    if s1 is s2 or (s1.shape == s2.shape and _validate.is_concrete(s1) and _validate.is_concrete(s2) and np.array_equal(s1, s2)):
         return first, second
     r1, r2 = _uniform_rows(s1), _uniform_rows(s2)
     if r1 is not None and r2 is not None:
