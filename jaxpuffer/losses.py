@@ -613,8 +613,9 @@ def _prepare_discrete(pairs, scale, eps):
     _validate.nonnegative("scale", scale)
     eps = _validate.epsilon(eps)
     shape = _validate.broadcast_shapes(pairs=pairs.batch_shape, scale=scale.shape, eps=eps.shape)
-    n = pairs.first.num_atoms
-    x, p, q = (jnp.broadcast_to(a, shape + (n,)) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
+    first, second = pairs.first.bucketed(), pairs.second.bucketed()  # the width calibrate compiles for
+    n = first.num_atoms
+    x, p, q = (jnp.broadcast_to(a, shape + (n,)) for a in (first.support, first.probs, second.probs))
     return x, p, q, jnp.broadcast_to(scale, shape), jnp.broadcast_to(eps, shape)
 
 

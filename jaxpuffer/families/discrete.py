@@ -21,8 +21,11 @@ class DiscreteFamily:
     opt_in_exact = ()
 
     def params(self, pairs, delta, tau):
-        n = pairs.first.num_atoms
-        return tuple(a.reshape(-1, n) for a in (pairs.first.support, pairs.first.probs, pairs.second.probs))
+        """(x, p_i, p_j) as (pairs, atoms), the aligned alphabet padded to the evaluators' width
+        (:meth:`jaxpuffer.priors.Discrete.bucketed`)."""
+        first, second = pairs.first.bucketed(), pairs.second.bucketed()
+        n = first.num_atoms
+        return tuple(a.reshape(-1, n) for a in (first.support, first.probs, second.probs))
 
     def theorem(self, pairs, params, eps, delta, tau):
         """The Kantorovich paper's Theorem 1 (Laplace, b = Δ_π*/ε)."""
