@@ -70,7 +70,7 @@ from .noise import gauss_laplace, interval_mass, laplace_log_ratio, normal_mass,
 from .losses_discrete import discrete_delta, discrete_probabilistic
 from .losses_mixture import mixture_delta, mixture_delta_at_zero, mixture_params
 from .noise import kernels
-from .pairs import PairSet
+from .pairs import PairSet, discrete_arrays
 from .couplings import gmm_coupling
 from .priors import Discrete, GaussianMixture
 
@@ -613,9 +613,7 @@ def _prepare_discrete(pairs, scale, eps):
     _validate.nonnegative("scale", scale)
     eps = _validate.epsilon(eps)
     shape = _validate.broadcast_shapes(pairs=pairs.batch_shape, scale=scale.shape, eps=eps.shape)
-    first, second = pairs.first.bucketed(), pairs.second.bucketed()  # the width calibrate compiles for
-    n = first.num_atoms
-    x, p, q = (jnp.broadcast_to(a, shape + (n,)) for a in (first.support, first.probs, second.probs))
+    x, p, q = (jnp.broadcast_to(a, shape + a.shape[-1:]) for a in discrete_arrays(pairs))  # the width calibrate compiles for
     return x, p, q, jnp.broadcast_to(scale, shape), jnp.broadcast_to(eps, shape)
 
 

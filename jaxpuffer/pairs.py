@@ -151,6 +151,13 @@ def align_discrete(first: Discrete, second: Discrete) -> tuple[Discrete, Discret
     )
 
 
+def discrete_arrays(pairs: PairSet) -> tuple:
+    """(x, p_i, p_j) of a PairSet of Discrete priors (batch shape, then atoms): the aligned alphabet
+    padded to the width the evaluators compile for (:meth:`jaxpuffer.priors.Discrete.bucketed`)."""
+    first, second = pairs.first.bucketed(), pairs.second.bucketed()
+    return first.support, first.probs, second.probs
+
+
 def all_pairs(priors) -> PairSet:
     """Every ordered pair (i, j), i ≠ j, of a 1-D batch of S priors: S(S−1) pairs.
 

@@ -119,6 +119,18 @@ class _TrailingAxisPrior(_Prior):
         index = index if isinstance(index, tuple) else (index,)
         return self._map(lambda a: a[index + (Ellipsis,)])
 
+    def _appended(self, name: str, width: int, fills):
+        """This prior widened to ``width`` on the trailing axis, each field (in ``_fields`` order)
+        with its entry of ``fills`` (broadcast) appended; ``name`` names the width in the error."""
+        have = getattr(self, self._fields[0]).shape[-1]
+        if width < have:
+            raise ValueError(f"{name} must be >= {have}; got {width}")
+        if width == have:
+            return self
+        extra = width - have
+        grow = lambda a, fill: jnp.concatenate([a, jnp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)  # noqa: E731
+        return self.tree_unflatten(None, tuple(grow(getattr(self, f), fill) for f, fill in zip(self._fields, fills)))
+
     def __len__(self) -> int:
         if not self.batch_shape:
             raise TypeError(f"len() of a {type(self).__name__} with an empty batch shape")
@@ -179,12 +191,7 @@ class Discrete(_TrailingAxisPrior):
     def padded(self, atoms: int) -> "Discrete":
         """The same pmf with atoms of probability 0 appended at its last point (the support stays
         sorted; a zero-width segment and a zero-mass atom change no δ, coupling or mgf here)."""
-        extra = atoms - self.num_atoms
-        if extra < 0:
-            raise ValueError(f"atoms must be >= {self.num_atoms}; got {atoms}")
-        if extra == 0:
-            return self
-        return self.tree_unflatten(None, (_append(self.support, self.support[..., -1:], extra), _append(self.probs, 0.0, extra)))
+        return self._appended("atoms", atoms, (self.support[..., -1:], 0.0))
 
     def bucketed(self) -> "Discrete":
         """:meth:`padded` to the width the evaluators compile for (:func:`atom_bucket`)."""
@@ -257,18 +264,7 @@ class GaussianMixture(_TrailingAxisPrior):
 
     def padded(self, components: int) -> "GaussianMixture":
         """The same mixture with zero-weight components appended (copies of the first)."""
-        extra = components - self.num_components
-        if extra < 0:
-            raise ValueError(f"components must be >= {self.num_components}; got {components}")
-        if extra == 0:
-            return self
-        return self.tree_unflatten(None, tuple(_append(a, fill, extra) for a, fill in ((self.weights, 0.0), (self.means, self.means[..., :1]), (self.stds, self.stds[..., :1]))))
-
-
-
-def _append(a, fill, extra: int):
-    """``a`` with ``extra`` entries ``fill`` (broadcast) appended on its last axis."""
-    return jnp.concatenate([a, jnp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)
+        return self._appended("components", components, (0.0, self.means[..., :1], self.stds[..., :1]))
 
 
 def atom_bucket(atoms: int) -> int:

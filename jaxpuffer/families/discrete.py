@@ -7,6 +7,7 @@ import jax.numpy as jnp
 from .. import kantorovich
 from ..kantorovich import THEOREM3_CONSTANTS
 from ..losses_discrete import discrete_delta
+from ..pairs import discrete_arrays
 from ..priors import Discrete, log_mgf
 from . import register
 from .gaussian import ROUND_UP
@@ -21,11 +22,8 @@ class DiscreteFamily:
     opt_in_exact = ()
 
     def params(self, pairs, delta, tau):
-        """(x, p_i, p_j) as (pairs, atoms), the aligned alphabet padded to the evaluators' width
-        (:meth:`jaxpuffer.priors.Discrete.bucketed`)."""
-        first, second = pairs.first.bucketed(), pairs.second.bucketed()
-        n = first.num_atoms
-        return tuple(a.reshape(-1, n) for a in (first.support, first.probs, second.probs))
+        """(x, p_i, p_j) as (pairs, atoms) (:func:`jaxpuffer.pairs.discrete_arrays`)."""
+        return tuple(a.reshape(-1, a.shape[-1]) for a in discrete_arrays(pairs))
 
     def theorem(self, pairs, params, eps, delta, tau):
         """The Kantorovich paper's Theorem 1 (Laplace, b = Δ_π*/ε)."""
