@@ -323,6 +323,13 @@ def mixture_delta_reference(first, second, b, eps, noise="laplace", masses="quad
     spread = float(np.max(np.concatenate([first[2], second[2]]))) + b
     lo, hi = means.min() - 40 * spread, means.max() + 40 * spread
     grid = np.unique(np.concatenate([np.linspace(lo, hi, 40001), means]))
+    on_grid = {}  # each prior's log density on the scan, computed once for both orders
+
+    def grid_logpdf(d):
+        key = tuple(np.asarray(v, float).tobytes() for v in d)
+        if key not in on_grid:
+            on_grid[key] = logpdf(grid, *d)
+        return on_grid[key]
 
     def one(p, q):
         if b == 0 and (np.any(p[2] == 0) or np.any(q[2] == 0)):  # no noise, point masses: split off
@@ -333,7 +340,7 @@ def mixture_delta_reference(first, second, b, eps, noise="laplace", masses="quad
                 return atoms + (float(np.sum(p[0])) if not np.any(q[0] > 0) else 0.0)
             return atoms + one(p, q)
         r = lambda y: logpdf(y, *p) - logpdf(y, *q) - eps  # noqa: E731
-        values = r(grid)
+        values = grid_logpdf(p) - grid_logpdf(q) - eps  # r on the scan
         pos = values > 0
         roots = [optimize.brentq(lambda x: r(x)[0], grid[k], grid[k + 1], xtol=1e-14, rtol=1e-15) for k in np.nonzero(pos[:-1] != pos[1:])[0]]
         cuts = np.unique(np.concatenate([[-np.inf, np.inf], roots, means]))

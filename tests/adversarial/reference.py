@@ -141,12 +141,21 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(24)
 _GL_CONVOLVED = np.polynomial.legendre.leggauss(8)
 
 
-def _one_order(first, second, noise, b, eps):
+def _scanned(first, second, noise, b):
+    """(y, log p_i(y), log p_j(y)) on :func:`_scan`'s points, which are the same for either order:
+    both orders' scans from one evaluation of each density."""
+    y = _scan(first, second, noise, b)
+    return y, mixture_logpdf(y, *first, noise, b), mixture_logpdf(y, *second, noise, b)
+
+
+def _one_order(first, second, noise, b, eps, scanned=None):
+    """∫ [p_i − e^ε p_j]_+ (``first`` = p_i); ``scanned``: :func:`_scanned` of (first, second),
+    evaluated here when not given."""
     logp = lambda y: mixture_logpdf(y, *first, noise, b)  # noqa: E731
     f = lambda y: logp(y) - mixture_logpdf(y, *second, noise, b) - eps  # noqa: E731
     f1 = lambda x: float(f(np.array([x]))[0])  # noqa: E731
-    y = _scan(first, second, noise, b)
-    v = f(y)
+    y, log_p, log_q = scanned if scanned is not None else _scanned(first, second, noise, b)
+    v = log_p - log_q - eps  # f(y)
     # hidden excursions: local extrema of f on the scan on the wrong side of 0 whose neighbours
     # leave room to cross it (within their own variation of 0; flat tails have many spurious ones)
     inner = np.arange(1, y.size - 1)
@@ -230,10 +239,10 @@ def sup_log_ratio(first, second, scale, noise="laplace", symmetric=True):
             return float(np.max(0.5 * (s / scale) ** 2 + np.abs(y - m) / scale))
         return float(np.max(0.5 * (y - m) ** 2 / (s**2 + scale**2)))
 
-    def one(p, q):
+    def one(p, q, scanned):
         f = lambda y: mixture_logpdf(y, *p, noise, scale) - mixture_logpdf(y, *q, noise, scale)  # noqa: E731
-        y = _scan(p, q, noise, scale)
-        v = f(y)
+        y, log_p, log_q = scanned
+        v = log_p - log_q  # f(y)
         best = (float(np.max(v)), y[np.argmax(v)])
         for k in np.argsort(v[1:-1])[-3:] + 1:
             res = optimize.minimize_scalar(lambda x: -float(f(np.array([x]))[0]), bounds=(y[k - 1], y[k + 1]), method="bounded",
@@ -248,9 +257,10 @@ def sup_log_ratio(first, second, scale, noise="laplace", symmetric=True):
                     value, where = lim[0] - lim[1], size(0.0, p, q)
         return value, 16 * np.finfo(float).eps * where
 
+    y, log_first, log_second = _scanned(first, second, noise, scale)
     if not symmetric:
-        return one(first, second)
-    return max(one(first, second), one(second, first))
+        return one(first, second, (y, log_first, log_second))
+    return max(one(first, second, (y, log_first, log_second)), one(second, first, (y, log_second, log_first)))
 
 
 def _centred(first, second):
@@ -267,11 +277,11 @@ def exact_delta(first, second, scale, eps, noise="laplace", symmetric=True):
     """max over orders (when symmetric) of the exact δ; ``first``/``second`` = (w, μ, σ) arrays."""
     first, second = _centred(first, second)
     if scale == 0:
-        one = lambda p, q: _atoms_at_zero(p, q, eps)  # noqa: E731
-    else:
-        one = lambda p, q: _one_order(p, q, noise, scale, eps)  # noqa: E731
-    d = one(first, second)
-    return max(d, one(second, first)) if symmetric else d
+        d = _atoms_at_zero(first, second, eps)
+        return max(d, _atoms_at_zero(second, first, eps)) if symmetric else d
+    y, log_first, log_second = _scanned(first, second, noise, scale)
+    d = _one_order(first, second, noise, scale, eps, (y, log_first, log_second))
+    return max(d, _one_order(second, first, noise, scale, eps, (y, log_second, log_first))) if symmetric else d
 
 
 def check(job):
