@@ -729,7 +729,8 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
 
     def visit(idx, zero, size):
         # a costly evaluator in the search's pieces (:func:`_solve_concrete`)
-        for sub, sub_size in _split(idx, _costly_pieces(idx.size, step)) if costly else [(idx, _parallel.bucket(idx.size, size, step))]:
+        pieces = _split(idx, _costly_pieces(idx.size, step)) if costly else [(idx, _parallel.bucket(idx.size, size, step))]
+        for sub, sub_size in pieces:
             *part, part_b, part_eps = _parallel.pad_take((*params, b, eps), sub, sub_size)
             part = tuple(part)
             if zero:
@@ -870,10 +871,10 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     concrete = all(_validate.is_concrete(v) for v in (*params, eps, target))
     parts, converged, iterations = [], True, 0
     report = _calibration_bar(n, cfg.level) if progress else None
+    own_pieces = concrete and _costly_search(cfg)  # a concrete costly search pads its own pieces (:func:`_solve_concrete`)
     for start in range(0, n, cap):
         idx = np.arange(start, min(start + cap, n))
-        # (a concrete costly search pads its own pieces: :func:`_solve_concrete`)
-        size = idx.size if concrete and _costly_search(cfg) else _parallel.bucket(idx.size, cap, _parallel.granule(cfg.mesh))
+        size = idx.size if own_pieces else _parallel.bucket(idx.size, cap, _parallel.granule(cfg.mesh))
         *take, take_eps, take_target = _parallel.pad_take((*params, eps, target), idx, size)
         take = tuple(take)
         if concrete:
