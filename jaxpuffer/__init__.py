@@ -43,7 +43,8 @@ from .pairs import (  # noqa: E402
 from .tau import tau_star  # noqa: E402
 from . import bounds, kantorovich  # noqa: E402
 from .couplings import ComponentPlan, TransportPlan, gmm_coupling, plan_sensitivity, quantile_cmf, quantile_plan  # noqa: E402
-from .losses import delta_coupling, delta_exact, delta_indicator, delta_probabilistic, delta_theorem  # noqa: E402
+from .losses import delta_coupling, delta_indicator, delta_probabilistic, delta_theorem  # noqa: E402
+from .evaluate import delta_exact  # noqa: E402
 from .calibration import Calibration, calibrate  # noqa: E402
 from .release import privatize  # noqa: E402
 from .fitting import GMMFit, MultivariateGMMFit, fit_gmm, fit_gmm_nd, priors_from_table  # noqa: E402

@@ -3,7 +3,9 @@
 Every function returns, per pair, the δ that its level certifies at noise scale b (Laplace b or
 Gaussian std θ), maximised over both orders when the pair set is symmetric. Levels, tightest first:
 
-  L0 ``delta_exact``      the hockey-stick divergence ∫ [p_i − e^ε p_j]_+ dy of the noisy release.
+  L0 ``_delta_exact``     the hockey-stick divergence ∫ [p_i − e^ε p_j]_+ dy of the noisy release
+                          (public: :func:`jaxpuffer.evaluate.delta_exact`, which runs it in the
+                          calibration's own compiled program where its inputs are concrete).
   L1 ``delta_coupling``   the Monge-coupling bound (35): E[(1 − e^{ε − |W|/b})_+], W = x − T(x).
   L2 ``delta_indicator``  the indicator bound (18): P(|W| > εb).
   L3 ``delta_theorem``    Theorem 1's Gaussian-tail certificate, 2 Q((εb − |Δμ|)/|Δσ|).
@@ -635,9 +637,9 @@ def _mixture_delta_program(static, *lanes):
 _mixture_delta_jit = ExportedJit(_mixture_delta_program)
 
 
-def _mixture_public(level, pairs, scale, eps, noise, weights):
-    """δ of GaussianMixture pairs at one level, broadcast over pairs, scale and ε."""
-    noise = _noise_key(noise)
+def _mixture_lanes(level, pairs, scale, eps, weights):
+    """(params, b, ε, batch shape) of GaussianMixture pairs as flat lanes (the mixture family's
+    parameter layout, :func:`jaxpuffer.losses_mixture.mixture_params`), validated."""
     scale = _validate.float_array("scale", scale)
     (_validate.nonnegative if level == "exact" else _validate.positive)("scale", scale)
     eps = _validate.epsilon(eps)
@@ -647,8 +649,18 @@ def _mixture_public(level, pairs, scale, eps, noise, weights):
     lead = pairs.batch_shape
     params = tuple(jnp.broadcast_to(a.reshape(lead + a.shape[1:]), shape + a.shape[1:]).reshape((-1,) + a.shape[1:]) for a in params)
     b, e = (jnp.broadcast_to(x, shape).reshape(-1) for x in (scale, eps))
+    return params, b, e, shape
+
+
+def _mixture_on_lanes(level, noise, params, b, e, symmetric, shape):
     with_zero = not (_validate.is_concrete(b) and bool(jnp.all(b > 0)))
-    return _on_buckets(_mixture_delta_jit, (level, noise, with_zero), (*params, b, e), pairs.symmetric, shape)
+    return _on_buckets(_mixture_delta_jit, (level, _noise_key(noise), with_zero), (*params, b, e), symmetric, shape)
+
+
+def _mixture_public(level, pairs, scale, eps, noise, weights):
+    """δ of GaussianMixture pairs at one level, broadcast over pairs, scale and ε."""
+    *lanes, shape = _mixture_lanes(level, pairs, scale, eps, weights)
+    return _mixture_on_lanes(level, noise, *lanes, pairs.symmetric, shape)
 
 
 def _is_discrete(pairs) -> bool:
@@ -665,60 +677,35 @@ def _prepare(pairs, scale, eps):
     return pairs, [jnp.broadcast_to(a, shape) for a in (d_mu, pairs.first.std, pairs.second.std, scale, eps)]
 
 
-def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=None) -> jax.Array:
-    """L0: the exact δ, ∫ [p_i − e^ε p_j]_+ dy, of Y = X + N at noise scale ``scale``.
+def exact_lanes(pairs, scale, eps, weights=None):
+    """The inputs of the exact δ of ``pairs`` at ``scale`` and ``eps`` (validated), as flat lanes:
+    (the prior family's name, its per-lane parameters in the layout of
+    :mod:`jaxpuffer.families` — the mixture plan ``weights``, default the W2 plan, included —
+    b, ε, the broadcast batch shape)."""
+    if _is_mixture(pairs):
+        return ("mixture", *_mixture_lanes("exact", pairs, scale, eps, weights))
+    if _is_discrete(pairs):
+        args, family = _prepare_discrete(pairs, scale, eps), "discrete"
+    else:
+        args, family = _prepare(pairs, scale, eps)[1], "gaussian"
+    shape = args[-1].shape
+    *params, b, e = (jnp.reshape(a, (-1,) + jnp.shape(a)[len(shape):]) for a in args)
+    return family, tuple(params), b, e, shape
 
-    Args:
-      pairs: Gaussian pairs (point masses allowed) or Discrete pairs. Symmetric pairs report the
-        max over orders.
-      scale: Laplace b, or the Gaussian noise std θ, ≥ 0 (0: the priors' own hockey-stick).
-      eps: ε > 0. ``scale`` and ``eps`` broadcast with ``pairs.batch_shape``.
-      noise: ``"laplace"`` (Gaussian ⊛ Laplace density and CDF, MATH.md §6) or ``"gaussian"``
-        (two-Gaussian closed form, MATH.md §7), or a kernel of :mod:`jaxpuffer.noise`. Discrete
-        priors: :mod:`jaxpuffer.losses_discrete` (closed form for Laplace, a certified grid for
-        Gaussian noise, a certified cell enclosure for ``GeneralizedGaussian(p)``, p ≥ 1: an upper
-        bound, :mod:`jaxpuffer.losses_enclosure`). ``GeneralizedGaussian(1.0)`` and
-        ``GeneralizedGaussian(2.0)`` are Laplace noise (same b) and Gaussian noise (θ = b/√2, rounded
-        down): every family takes those evaluators for them. Gaussian priors under ``GeneralizedGaussian(p)``:
-        a certified quadrature of the noisy densities and the same cell enclosure, an upper bound
-        within ~2e-3 of δ, ~0.2 s per pair (:mod:`jaxpuffer.losses_convolved`). GaussianMixture
-        priors: :mod:`jaxpuffer.losses_mixture` (located crossings and closed-form component CDFs);
-        under ``GeneralizedGaussian(p)`` the same certified quadrature, each component one atom
-        (~1.7 s per 2-component pair).
-      weights: GaussianMixture pairs only: the :class:`jaxpuffer.couplings.ComponentPlan` whose
-        coupling bound (24), also ≥ δ, is taken where it is lower: where the crossing search
-        exceeds its budget or a piece's sign is not proven (Laplace and Gaussian noise), and
-        everywhere under ``GeneralizedGaussian(p)`` (default: ``jp.gmm_coupling(pairs, cost="w2")``).
 
-    Concrete inputs are evaluated in batches padded to the sizes ``calibrate`` uses (64, 128,
-    256, ... lanes; :func:`_on_buckets`), so calls with a few pairs share one compiled program.
-    For mixture priors the value is an upper bound whose looseness follows the rounding: in
-    another batch shape or on another backend a piece proven in one program may not be in the
-    other and fall back to a looser bound. Re-checking a calibration's scales this way can then
-    exceed its target although the calibration's certificate (``delta_achieved``, computed in its
-    own programs) does not: measured up to 1.0034 × target for 1,000 of 10⁵ mixture answers of an
-    H200 re-checked on a CPU and 1.0007 × on the same CPU in a batch of 256, where the
-    independent reference (``tests/adversarial/reference.py``) gave ≤ 0.9999999 × target
-    (``benchmarks/bench_gpu.py``).
-    """
-    twin = kernels.resolve(noise).exact_equivalent()
-    if twin is not None:  # GG(1) is Laplace noise, GG(2) Gaussian noise: their closed forms
-        kernel, factor = twin
-        scale = kernels.in_equivalent_units(_validate.float_array("scale", scale), factor, up=False)
-        return _delta_exact(pairs, scale, eps, kernel, weights)
-    return _delta_exact(pairs, scale, eps, noise, weights)
+def exact_on_lanes(family, noise, params, b, e, symmetric, shape):
+    """The exact δ of lanes from :func:`exact_lanes` under ``noise``'s own evaluator, by this
+    module's programs (any inputs: traced ones run as they are), reshaped to ``shape``."""
+    if family == "mixture":
+        return _mixture_on_lanes("exact", noise, params, b, e, symmetric, shape)
+    jitted = _discrete_delta_jit if family == "discrete" else _pair_delta_jit
+    return _on_buckets(jitted, ("exact", _noise_key(noise)), (*params, b, e), symmetric, shape)
 
 
 def _delta_exact(pairs, scale, eps, noise, weights):
     """:func:`delta_exact` by ``noise``'s own evaluator (no equivalent kernel is taken)."""
-    if _is_mixture(pairs):
-        return _mixture_public("exact", pairs, scale, eps, noise, weights)
-    if _is_discrete(pairs):
-        x, p, q, b, e = _prepare_discrete(pairs, scale, eps)
-        return _on_pair_lanes(_discrete_delta_jit, ("exact", _noise_key(noise)), (x, p, q, b, e), pairs.symmetric, b.shape)
-    key = _noise_key(noise)
-    pairs, args = _prepare(pairs, scale, eps)
-    return _on_pair_lanes(_pair_delta_jit, ("exact", key), args, pairs.symmetric, args[0].shape)
+    family, params, b, e, shape = exact_lanes(pairs, scale, eps, weights)
+    return exact_on_lanes(family, noise, params, b, e, pairs.symmetric, shape)
 
 
 def delta_coupling(

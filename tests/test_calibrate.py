@@ -205,6 +205,45 @@ def test_a_gradient_after_a_call_reuses_its_search_program():
     assert slope < 0 and slope == pytest.approx((float(scale(1.0 + 1e-5)) - float(scale(1.0 - 1e-5))) / 2e-5, rel=1e-4), plain
 
 
+def test_delta_exact_at_a_calibrations_scales_runs_its_search_program(monkeypatch, recording_compiles):
+    """Checking a calibration with ``jp.delta_exact`` at its scales runs the program the calibration
+    searched and certified with (``calibration.exact_delta_by_search``): no program of the
+    evaluators' own is called (they are replaced by a failing stand-in here), no variant of the
+    search program is added (a second call compiles nothing at all), and the max over pairs is the
+    calibration's certificate bit for bit. Before, the first such check of 3 Gaussian pairs (Laplace noise)
+    compiled 10.3 s in a program of its own. Scale-0 lanes, which the search never evaluates, take
+    the evaluator's own program, beside search lanes in the same call."""
+    from jaxpuffer import losses
+
+    gaussians = jp.PairSet(jp.Gaussian([0.0, 0.0, 0.0], [1.0, 1.0, 0.3]), jp.Gaussian([1.0, 0.0, 1.0], [2.0, 3.0, 0.5]))
+    atoms = jp.PairSet(jp.Discrete([[0.0, 1.0, 2.0]] * 2, [[0.2, 0.5, 0.3], [0.6, 0.2, 0.2]]), jp.Discrete([[0.0, 1.0, 2.0]] * 2, [[0.3, 0.3, 0.4], [0.1, 0.1, 0.8]]))
+    mixtures = jp.PairSet(jp.GaussianMixture([0.5, 0.5], [-1.0, 1.0], [0.5, 1.0]), jp.GaussianMixture([0.3, 0.7], [0.0, 2.0], [1.0, 0.7]))
+    program = calibration._search_run_jit
+    variants = lambda: program._jit._cache_size() + sum(call._cache_size() for call, _ in program._calls.values() if call is not None)  # noqa: E731
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the evaluator's own program ran")
+
+    for pairs, noise in ((gaussians, "laplace"), (gaussians, "gaussian"), (atoms, "laplace"), (mixtures, "laplace")):
+        result = jp.calibrate(pairs, 1.0, 1e-3, noise=noise)
+        assert result.level == "exact" and result.certificate == "exact"
+        before = variants()
+        with monkeypatch.context() as patched:
+            for name in ("_pair_delta_jit", "_discrete_delta_jit", "_mixture_delta_jit"):
+                patched.setattr(losses, name, refuse)
+            per_pair = np.asarray(jp.delta_exact(pairs, result.scale, 1.0, noise=noise))
+            assert variants() == before, noise
+            with recording_compiles() as compiles:  # (the first call compiled a few one-op programs of array handling, ~0.03 s each)
+                jp.delta_exact(pairs, 1.1 * result.scale, 1.0, noise=noise)
+        assert compiles == [], (noise, compiles)
+        assert per_pair.shape == pairs.batch_shape and per_pair.max() == result.delta_achieved, (noise, per_pair, result.delta_achieved)
+    # scale 0 beside positive scales: the priors' own δ (Gaussian noise: N(0, 1) vs N(1, 4) overlap, δ < 1)
+    both = np.asarray(jp.delta_exact(gaussians, np.array([0.0, 2.0, 0.0]), 1.0, noise="gaussian"))
+    alone = [float(jp.delta_exact(gaussians[k], s, 1.0, noise="gaussian")) for k, s in ((0, 0.0), (1, 2.0), (2, 0.0))]
+    np.testing.assert_array_equal(both, alone)
+    assert 0.0 < both[0] < 1.0 and both[1] > 0.0
+
+
 def test_gradients_in_different_inputs_share_one_implicit_tangent_program():
     """A pair with more than ``_MAX_SLOPES`` per-pair inputs (two 2-component mixtures) takes the
     implicit tangent by one JVP (``calibration._implicit_tangent``). ``jax.grad`` in a mean and then

@@ -396,7 +396,7 @@ def test_gaussian_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level(
     GG(3) the δ of the FFT convolution (independent) at b is ≤ the target and above it at
     b(1 − 1e-3), below the coupling level's scale. (The default level stays "coupling": the exact
     level is opt-in, ~0.2 s per pair and evaluation, as test_gg_gradient_and_refusals checks.)"""
-    from jaxpuffer.losses import pair_delta
+    from jaxpuffer.calibration import exact_delta_by_search
 
     pairs_np = [(0.0, 1.0, 1.0, 2.0), (0.0, 1.0, 0.0, 3.0), (0.0, 0.3, 1.0, 0.5)]
     m1, s1, m2, s2 = (jnp.array(v) for v in zip(*pairs_np))
@@ -404,7 +404,9 @@ def test_gaussian_pairs_exact_level_gg_sound_tight_and_below_the_coupling_level(
     got = {p: jp.calibrate(pairs, EPS, DELTA, noise=GeneralizedGaussian(p), level="exact") for p in (1.0, 2.0, 3.0)}
     lap = np.asarray(jp.calibrate(pairs, EPS, DELTA, noise="laplace", level="exact").per_pair)
     gauss = np.asarray(jp.calibrate(pairs, EPS, DELTA, noise="gaussian", level="exact").per_pair) * np.sqrt(2)
-    quadrature = jax.jit(lambda p, b: pair_delta("exact", GeneralizedGaussian(p), m1 - m2, s1, s2, b, EPS, True))  # p traced: one program
+    # the certified quadrature at p = 1 and 2, p traced as the exact-level GG search carries it:
+    # that search's own program, the one calibrate compiled for GG(3) above
+    quadrature = lambda p, b: exact_delta_by_search("gaussian", GeneralizedGaussian(p), (m1 - m2, s1, s2), b, jnp.full(3, EPS), True)  # noqa: E731
     for p, ref, noise, theta in ((1.0, lap, "laplace", lap), (2.0, gauss, "gaussian", gauss / np.sqrt(2))):
         b = np.asarray(got[p].per_pair)
         assert got[p].noise == GeneralizedGaussian(p) and got[p].delta_achieved <= DELTA
