@@ -143,18 +143,39 @@ class ExportedJit:
         self._portable = portable or (lambda static: defined_here(*_parts(static)))
         self._out_tree = out_tree or (lambda static, args: _ONE_ARRAY)
         self._calls: dict = {}
+        self._seen: set = set()  # keys called by the plain jit (no export folder)
 
-    def __call__(self, static, *args):
-        folder = _export_folder
-        if folder is None or _environment() is None or any(getattr(jax.config, flag) for flag in _OFF_FLAGS) or not self._portable(static):
-            return self._jit(static, *args)
-        leaves, tree = jax.tree_util.tree_flatten(args)
-        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves) or not _on_default_backend(leaves):
-            return self._jit(static, *args)
+    @staticmethod
+    def _signature(leaves):
         # shapes and dtypes, without JAX's weak-type mark: a program's outputs lose it once
         # deserialised, and the state they feed back in must find the same program
         specs = tuple(jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)) for leaf in leaves)
-        signature = (tuple(map(str, specs)), tuple(str(getattr(jax.config, flag)) for flag in _TRACE_FLAGS))
+        return specs, (tuple(map(str, specs)), tuple(str(getattr(jax.config, flag)) for flag in _TRACE_FLAGS))
+
+    def _path(self, folder, static, tree, signature) -> str:
+        digest = hashlib.sha256(repr((self._name, repr(static), str(tree), signature, _environment())).encode()).hexdigest()
+        return os.path.join(folder, f"{digest}.jaxexport")
+
+    def holds(self, static, *args) -> bool:
+        """Whether the program for ``static`` and these arguments' shapes is at hand: called in
+        this process already, or stored on disk by an earlier one (concrete arguments)."""
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        signature = self._signature(leaves)[1]
+        if (static, tree, signature) in self._calls or (static, tree, signature) in self._seen:
+            return True
+        folder = _export_folder
+        return folder is not None and _environment() is not None and os.path.exists(self._path(folder, static, tree, signature))
+
+    def __call__(self, static, *args):
+        folder = _export_folder
+        leaves, tree = jax.tree_util.tree_flatten(args)
+        if folder is None or _environment() is None or any(getattr(jax.config, flag) for flag in _OFF_FLAGS) or not self._portable(static):
+            if not any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
+                self._seen.add((static, tree, self._signature(leaves)[1]))
+            return self._jit(static, *args)
+        if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves) or not _on_default_backend(leaves):
+            return self._jit(static, *args)
+        specs, signature = self._signature(leaves)
         key = (static, tree, signature)
         if key not in self._calls:
             out_tree = self._out_tree(static, args)
@@ -169,8 +190,7 @@ class ExportedJit:
         exporting fails."""
         from jax import export
 
-        digest = hashlib.sha256(repr((self._name, repr(static), str(tree), signature, _environment())).encode()).hexdigest()
-        path = os.path.join(folder, f"{digest}.jaxexport")
+        path = self._path(folder, static, tree, signature)
         try:
             with open(path, "rb") as handle:
                 return jax.jit(export.deserialize(bytearray(handle.read())).call)

@@ -658,6 +658,11 @@ def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
     (:func:`_search_run` for one evaluation from a state whose next scale is ``b``), so that the
     certificate of a calibration compiles nothing more (issue 15: the certificate's own program
     cost 5–9 s of a cold exact-level call). Lanes a multiple of the mesh's granule, as the search's."""
+    return _search_run_jit(*_evaluation_call(cfg, symmetric, b, params, eps)).d_last
+
+
+def _evaluation_call(cfg: _Config, symmetric, b, params, eps) -> tuple:
+    """The arguments of ``_search_run_jit`` for one evaluation of δ at ``b`` (:func:`_delta_by_search`)."""
     b = np.asarray(b, np.float64)
     n = b.shape[0]
     full = lambda value, dtype=np.float64, shape=(): np.full((n, *shape), value, dtype)  # noqa: E731
@@ -667,15 +672,18 @@ def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
         seen_zero=full(False, bool), log_cap=full(np.inf), streak=full(0, np.int64), last_feasible=full(False, bool),
         modeled=full(False, bool), step=full(np.inf), g_lo=full(np.nan), g_hi=full(np.nan), b_next=b, d_last=full(np.nan),
     )
-    return _search_run_jit(cfg, params, eps, np.ones(n), 1, 1, symmetric, state).d_last
+    return cfg, params, eps, np.ones(n), 1, 1, symmetric, state
 
 
-def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b, eps, idx, size, zero=False):
+def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b, eps, idx, size, zero=False, held_only=False):
     """(lanes, δ per lane) for the lanes ``idx`` of (``params``, ``b``, ``eps``), in batches padded
     as the search pads its own: one batch of :func:`jaxpuffer._parallel.bucket` lanes (at most
     ``size``), or a costly evaluator's pieces (:func:`_costly_pieces`). ``zero``: the lanes are at
     scale 0 (the priors' own δ); else δ at ``b`` by ``search``'s compiled program
-    (:func:`_delta_by_search`), or by ``cfg``'s δ program where ``search`` is None."""
+    (:func:`_delta_by_search`), or by ``cfg``'s δ program where ``search`` is None — or, with
+    ``held_only``, where that search program is not at hand already (:meth:`ExportedJit.holds`:
+    it compiles for longer than the δ program alone, 12.9–14.4 s against 10.3 s for Gaussian pairs
+    under Laplace noise)."""
     step = _parallel.granule(cfg.mesh)
     pieces = _split(idx, _costly_pieces(idx.size, step)) if _costly_search(cfg) else [(idx, _parallel.bucket(idx.size, size, step))]
     for sub, sub_size in pieces:
@@ -683,7 +691,7 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
         part = tuple(part)
         if zero:
             value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
-        elif search is not None:
+        elif search is not None and (not held_only or _search_run_jit.holds(*_evaluation_call(search, symmetric, part_b, part, part_eps))):
             value = _delta_by_search(search, symmetric, part_b, part, part_eps)
         else:
             value = _delta_jit(cfg, symmetric, part_b, part, part_eps)
@@ -693,23 +701,27 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
 _LANES_PER_CALL = 16384  # the most lanes in one batch of exact_delta_by_search (calibrate's default chunk_size)
 
 
-def exact_delta_by_search(family: str, noise, params, b, eps, symmetric) -> np.ndarray:
+def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, held_only: bool = True) -> np.ndarray:
     """δ per lane at the exact level, at scales ``b`` > 0 (every input concrete; ``params`` the
-    family's per-lane parameters, ``noise`` a kernel or its name), evaluated by the compiled search
-    program of an exact-level :func:`calibrate` with its default options on every local device,
-    in the batches that search pads to: checking a calibration's scales with
+    family's per-lane parameters, ``noise`` a kernel or its name), in the batches that an
+    exact-level :func:`calibrate` with its default options on every local device pads to, each
+    evaluated by that calibration's compiled search program where this process has it at hand
+    (run already, or stored on disk), so that checking a calibration's scales with
     :func:`jaxpuffer.delta_exact` compiles nothing more (a first such check of 3 Gaussian pairs
     after an exact-level calibration, Laplace noise, compiled for 10.3 s in a program of its
-    own). The value is that search's δ, rounded up as it is: the certificate's."""
+    own); else (or ``held_only=False``: always the search's) by the family's δ program alone,
+    which compiles in less time than the search's. The value is the level's δ, rounded up as
+    the evaluator rounds it."""
     kernel = kernels.resolve(noise)
     params = (*params, *(jnp.asarray(v, jnp.float64) for v in kernel.shape_values()))  # as calibrate carries them
     search = _Config("exact", kernel.search_key(), _DEFAULT_SOLVER, _DEFAULT_RTOL, family, mesh=_parallel.resolve_mesh(None))
+    plain = search._replace(solver="bisection", rtol=0.0)  # the δ program's configuration, as the certificate's (_max_exact_delta)
     b, eps = jnp.asarray(b, jnp.float64), jnp.asarray(eps, jnp.float64)
     n = b.shape[0]
     out = np.empty(n)
     for start in range(0, n, _LANES_PER_CALL):
         idx = np.arange(start, min(start + _LANES_PER_CALL, n))
-        for sub, value in _deltas_in_pieces(search, search, symmetric, params, b, eps, idx, _LANES_PER_CALL):
+        for sub, value in _deltas_in_pieces(plain, search, symmetric, params, b, eps, idx, _LANES_PER_CALL, held_only=held_only):
             out[sub] = value
     return out
 

@@ -207,7 +207,7 @@ def test_a_gradient_after_a_call_reuses_its_search_program():
 
 def test_delta_exact_at_a_calibrations_scales_runs_its_search_program(monkeypatch, recording_compiles):
     """Checking a calibration with ``jp.delta_exact`` at its scales runs the program the calibration
-    searched and certified with (``calibration.exact_delta_by_search``): no program of the
+    searched and certified with, where it is at hand (``calibration.exact_delta_by_search``): no program of the
     evaluators' own is called (they are replaced by a failing stand-in here), no variant of the
     search program is added (a second call compiles nothing at all), and the max over pairs is the
     calibration's certificate bit for bit. Before, the first such check of 3 Gaussian pairs (Laplace noise)
@@ -237,6 +237,17 @@ def test_delta_exact_at_a_calibrations_scales_runs_its_search_program(monkeypatc
                 jp.delta_exact(pairs, 1.1 * result.scale, 1.0, noise=noise)
         assert compiles == [], (noise, compiles)
         assert per_pair.shape == pairs.batch_shape and per_pair.max() == result.delta_achieved, (noise, per_pair, result.delta_achieved)
+        if noise == "gaussian" and pairs is gaussians:
+            by_search = per_pair
+    # where the search program is not at hand (no calibration ran it), the δ program alone, which
+    # compiles in less time: no search variant is added, and the values agree with the search's
+    # to rounding (measured up to 1.1e-14 relative between the two programs)
+    with monkeypatch.context() as patched:
+        patched.setattr(calibration._search_run_jit, "holds", lambda *args: False)
+        before = variants()
+        alone = np.asarray(jp.delta_exact(gaussians, jp.calibrate(gaussians, 1.0, 1e-3, noise="gaussian").scale, 1.0, noise="gaussian"))
+        assert variants() == before
+    np.testing.assert_allclose(alone, by_search, rtol=1e-13)
     # scale 0 beside positive scales: the priors' own δ (Gaussian noise: N(0, 1) vs N(1, 4) overlap, δ < 1)
     both = np.asarray(jp.delta_exact(gaussians, np.array([0.0, 2.0, 0.0]), 1.0, noise="gaussian"))
     alone = [float(jp.delta_exact(gaussians[k], s, 1.0, noise="gaussian")) for k, s in ((0, 0.0), (1, 2.0), (2, 0.0))]
