@@ -675,15 +675,15 @@ def _evaluation_call(cfg: _Config, symmetric, b, params, eps) -> tuple:
     return cfg, params, eps, np.ones(n), 1, 1, symmetric, state
 
 
-def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b, eps, idx, size, zero=False, held_only=False):
+def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b, eps, idx, size, zero=False, fallback=None):
     """(lanes, δ per lane) for the lanes ``idx`` of (``params``, ``b``, ``eps``), in batches padded
     as the search pads its own: one batch of :func:`jaxpuffer._parallel.bucket` lanes (at most
     ``size``), or a costly evaluator's pieces (:func:`_costly_pieces`). ``zero``: the lanes are at
     scale 0 (the priors' own δ); else δ at ``b`` by ``search``'s compiled program
-    (:func:`_delta_by_search`), or by ``cfg``'s δ program where ``search`` is None — or, with
-    ``held_only``, where that search program is not at hand already (:meth:`ExportedJit.holds`:
-    it compiles for longer than the δ program alone, 12.9–14.4 s against 10.3 s for Gaussian pairs
-    under Laplace noise)."""
+    (:func:`_delta_by_search`), or by ``cfg``'s δ program where ``search`` is None — or by
+    ``fallback(lanes)`` (δ of those lanes) where that search program is not at hand already
+    (:meth:`ExportedJit.holds`: it compiles for longer than a δ program alone, 12.9–14.4 s against
+    10.3 s for Gaussian pairs under Laplace noise)."""
     step = _parallel.granule(cfg.mesh)
     pieces = _split(idx, _costly_pieces(idx.size, step)) if _costly_search(cfg) else [(idx, _parallel.bucket(idx.size, size, step))]
     for sub, sub_size in pieces:
@@ -691,7 +691,9 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
         part = tuple(part)
         if zero:
             value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
-        elif search is not None and (not held_only or _search_run_jit.holds(*_evaluation_call(search, symmetric, part_b, part, part_eps))):
+        elif search is not None and fallback is not None and not _search_run_jit.holds(*_evaluation_call(search, symmetric, part_b, part, part_eps)):
+            value = fallback(sub)
+        elif search is not None:
             value = _delta_by_search(search, symmetric, part_b, part, part_eps)
         else:
             value = _delta_jit(cfg, symmetric, part_b, part, part_eps)
@@ -701,7 +703,7 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
 _LANES_PER_CALL = 16384  # the most lanes in one batch of exact_delta_by_search (calibrate's default chunk_size)
 
 
-def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, held_only: bool = True) -> np.ndarray:
+def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, fallback=None) -> np.ndarray:
     """δ per lane at the exact level, at scales ``b`` > 0 (every input concrete; ``params`` the
     family's per-lane parameters, ``noise`` a kernel or its name), in the batches that an
     exact-level :func:`calibrate` with its default options on every local device pads to, each
@@ -709,19 +711,18 @@ def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, held_on
     (run already, or stored on disk), so that checking a calibration's scales with
     :func:`jaxpuffer.delta_exact` compiles nothing more (a first such check of 3 Gaussian pairs
     after an exact-level calibration, Laplace noise, compiled for 10.3 s in a program of its
-    own); else (or ``held_only=False``: always the search's) by the family's δ program alone,
-    which compiles in less time than the search's. The value is the level's δ, rounded up as
-    the evaluator rounds it."""
+    own); else by ``fallback(lanes)``, the δ of those lanes of ``params``, ``b``, ``eps`` (a
+    program of the evaluator alone, which compiles in less time than the search's; None: always
+    the search's). The value is the level's δ, rounded up as the evaluator rounds it."""
     kernel = kernels.resolve(noise)
     params = (*params, *(jnp.asarray(v, jnp.float64) for v in kernel.shape_values()))  # as calibrate carries them
     search = _Config("exact", kernel.search_key(), _DEFAULT_SOLVER, _DEFAULT_RTOL, family, mesh=_parallel.resolve_mesh(None))
-    plain = search._replace(solver="bisection", rtol=0.0)  # the δ program's configuration, as the certificate's (_max_exact_delta)
     b, eps = jnp.asarray(b, jnp.float64), jnp.asarray(eps, jnp.float64)
     n = b.shape[0]
     out = np.empty(n)
     for start in range(0, n, _LANES_PER_CALL):
         idx = np.arange(start, min(start + _LANES_PER_CALL, n))
-        for sub, value in _deltas_in_pieces(plain, search, symmetric, params, b, eps, idx, _LANES_PER_CALL, held_only=held_only):
+        for sub, value in _deltas_in_pieces(search, search, symmetric, params, b, eps, idx, _LANES_PER_CALL, fallback=fallback):
             out[sub] = value
     return out
 

@@ -64,11 +64,16 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         return losses.exact_on_lanes(family, kernel, params, b, e, pairs.symmetric, shape)
     positive = np.flatnonzero(np.asarray(b) > 0)
     out = np.empty(b.shape[0])
-    if positive.size:
+
+    def own(lanes):  # the evaluator's own program (losses), on lanes of the flat arrays
+        take = lambda v: v[lanes]  # noqa: E731
+        return np.asarray(losses.exact_on_lanes(family, kernel, tuple(map(take, params)), take(b), take(e), pairs.symmetric, (lanes.size,)))
+
+    if positive.size:  # the search program where it is at hand, else the evaluator's own
         take = lambda v: v[positive]  # noqa: E731
-        out[positive] = calibration.exact_delta_by_search(family, kernel, tuple(map(take, params)), take(b), take(e), pairs.symmetric)
+        out[positive] = calibration.exact_delta_by_search(family, kernel, tuple(map(take, params)), take(b), take(e), pairs.symmetric,
+                                                          fallback=lambda sub: own(positive[sub]))
     zero = np.flatnonzero(np.asarray(b) == 0)
     if zero.size:
-        take = lambda v: v[zero]  # noqa: E731
-        out[zero] = np.asarray(losses.exact_on_lanes(family, kernel, tuple(map(take, params)), take(b), take(e), pairs.symmetric, (zero.size,)))
+        out[zero] = own(zero)
     return jnp.asarray(out.reshape(shape))
