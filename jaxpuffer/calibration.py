@@ -70,7 +70,7 @@ SOLVERS = ("optax", "bisection")
 CERTIFY = ("exact", "level")
 GAUSSIAN_NOISE_LEVELS = kernels.Normal.levels
 
-_DEFAULT_SOLVER, _DEFAULT_RTOL = "optax", 1e-10  # calibrate's defaults (exact_delta_by_search runs their program)
+_DEFAULT_SOLVER, _DEFAULT_RTOL, _DEFAULT_CHUNK = "optax", 1e-10, 16384  # calibrate's defaults (exact_delta_by_search runs their program)
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _BELOW_TAIL_FLOOR = 1e-2  # families with no closed-form vanishing point start this far below the tail floor (:func:`_search_init`)
 _MAX_DOUBLINGS = 80
@@ -288,7 +288,7 @@ class _SearchState(NamedTuple):
     step: Any  # |log b| moved to reach u
     g_lo: Any  # log δ − log δ_target at log_lo (NaN if not evaluated there), Illinois-scaled
     g_hi: Any  # the same at log_hi (≤ 0; −inf where δ = 0)
-    b_next: Any  # the scale evaluated next: exp(u), or a scale given exactly (:func:`_delta_by_search`)
+    b_next: Any  # the scale evaluated next: exp(u), or a scale given exactly (:func:`_evaluation_call`)
     d_last: Any  # δ at the last evaluation (NaN before the first)
 
 
@@ -653,16 +653,12 @@ _delta_jit = ExportedJit(_parallel.over_lanes(_delta), portable=_ours)
 _delta_at_zero_jit = ExportedJit(_parallel.over_lanes(_delta_at_zero), portable=_ours)
 
 
-def _delta_by_search(cfg: _Config, symmetric, b, params, eps):
-    """δ per lane at exactly the scales ``b`` (> 0), evaluated by the search's own compiled program
-    (:func:`_search_run` for one evaluation from a state whose next scale is ``b``), so that the
-    certificate of a calibration compiles nothing more (issue 15: the certificate's own program
-    cost 5–9 s of a cold exact-level call). Lanes a multiple of the mesh's granule, as the search's."""
-    return _search_run_jit(*_evaluation_call(cfg, symmetric, b, params, eps)).d_last
-
-
 def _evaluation_call(cfg: _Config, symmetric, b, params, eps) -> tuple:
-    """The arguments of ``_search_run_jit`` for one evaluation of δ at ``b`` (:func:`_delta_by_search`)."""
+    """The arguments of ``_search_run_jit`` for one evaluation of δ per lane at exactly the scales
+    ``b`` (> 0), its ``d_last``: the search's own compiled program (:func:`_search_run` for one
+    evaluation from a state whose next scale is ``b``), so that the certificate of a calibration
+    compiles nothing more (issue 15: the certificate's own program cost 5–9 s of a cold
+    exact-level call). Lanes a multiple of the mesh's granule, as the search's."""
     b = np.asarray(b, np.float64)
     n = b.shape[0]
     full = lambda value, dtype=np.float64, shape=(): np.full((n, *shape), value, dtype)  # noqa: E731
@@ -680,7 +676,7 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
     as the search pads its own: one batch of :func:`jaxpuffer._parallel.bucket` lanes (at most
     ``size``), or a costly evaluator's pieces (:func:`_costly_pieces`). ``zero``: the lanes are at
     scale 0 (the priors' own δ); else δ at ``b`` by ``search``'s compiled program
-    (:func:`_delta_by_search`), or by ``cfg``'s δ program where ``search`` is None — or by
+    (:func:`_evaluation_call`), or by ``cfg``'s δ program where ``search`` is None — or by
     ``fallback(lanes)`` (δ of those lanes) where that search program is not at hand already
     (:meth:`ExportedJit.holds`: it compiles for longer than a δ program alone, 12.9–14.4 s against
     10.3 s for Gaussian pairs under Laplace noise)."""
@@ -691,16 +687,12 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
         part = tuple(part)
         if zero:
             value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
-        elif search is not None and fallback is not None and not _search_run_jit.holds(*_evaluation_call(search, symmetric, part_b, part, part_eps)):
-            value = fallback(sub)
         elif search is not None:
-            value = _delta_by_search(search, symmetric, part_b, part, part_eps)
+            call = _evaluation_call(search, symmetric, part_b, part, part_eps)
+            value = fallback(sub) if fallback is not None and not _search_run_jit.holds(*call) else _search_run_jit(*call).d_last
         else:
             value = _delta_jit(cfg, symmetric, part_b, part, part_eps)
         yield sub, np.asarray(value)[: sub.size]
-
-
-_LANES_PER_CALL = 16384  # the most lanes in one batch of exact_delta_by_search (calibrate's default chunk_size)
 
 
 def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, fallback=None) -> np.ndarray:
@@ -720,9 +712,9 @@ def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, fallbac
     b, eps = jnp.asarray(b, jnp.float64), jnp.asarray(eps, jnp.float64)
     n = b.shape[0]
     out = np.empty(n)
-    for start in range(0, n, _LANES_PER_CALL):
-        idx = np.arange(start, min(start + _LANES_PER_CALL, n))
-        for sub, value in _deltas_in_pieces(search, search, symmetric, params, b, eps, idx, _LANES_PER_CALL, fallback=fallback):
+    for start in range(0, n, _DEFAULT_CHUNK):  # the batches of calibrate's default chunk_size
+        idx = np.arange(start, min(start + _DEFAULT_CHUNK, n))
+        for sub, value in _deltas_in_pieces(search, search, symmetric, params, b, eps, idx, _DEFAULT_CHUNK, fallback=fallback):
             out[sub] = value
     return out
 
@@ -768,7 +760,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     family's exact δ is a closed form). Lanes at scale 0 take the priors' own δ. ``family`` is the
     family's name; ``mesh``: the devices sharing each chunk's lanes; ``search``: the configuration
     of a search at this ``level`` (the calibration's own, or the exact level's with its options), whose compiled program then
-    evaluates the certificate (:func:`_delta_by_search`); ``batch``: the most lanes in one
+    evaluates the certificate (:func:`_evaluation_call`); ``batch``: the most lanes in one
     compiled batch (the calibration's ``chunk_size``; None: all), padded as the search's chunks
     are (:func:`jaxpuffer._parallel.bucket`), so that the bound and the cheap δ compile no shape of their own for
     each new pair count, and their memory stays bounded.
@@ -983,7 +975,7 @@ def calibrate(
     tau: str = "exact",
     rtol: float = _DEFAULT_RTOL,
     max_iter: int = 100,
-    chunk_size: int | None = 16384,
+    chunk_size: int | None = _DEFAULT_CHUNK,
     progress: bool = False,
     certify: str | None = None,
     devices=None,

@@ -39,12 +39,13 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
         exceeds its budget or a piece's sign is not proven (Laplace and Gaussian noise), and
         everywhere under ``GeneralizedGaussian(p)`` (default: ``jp.gmm_coupling(pairs, cost="w2")``).
 
-    Concrete inputs at scales > 0 are evaluated by the compiled search program of an exact-level
-    ``calibrate`` with its default options, in the batches it pads to (64, 128, 256, ... lanes;
-    :func:`jaxpuffer.calibration.exact_delta_by_search`): checking a calibration's scales compiles
-    nothing more, and calls with a few pairs share one program. Scale 0 and traced inputs
-    (``jit``, ``vmap``, ``grad`` around the call) run the evaluator's own program
-    (:func:`jaxpuffer.losses.exact_on_lanes`).
+    Concrete inputs at scales > 0 are evaluated in the batches an exact-level ``calibrate`` with
+    its default options pads to (64, 128, 256, ... lanes; calls with a few pairs share one
+    program), by that calibration's compiled search program where this process has it at hand
+    (:func:`jaxpuffer.calibration.exact_delta_by_search`): checking a calibration's scales
+    compiles nothing more. Where it is not at hand, at scale 0, and for traced inputs (``jit``,
+    ``vmap``, ``grad`` around the call), the evaluator's own program runs
+    (:func:`jaxpuffer.losses.exact_on_lanes`), which compiles in less time than the search.
     For mixture priors the value is an upper bound whose looseness follows the rounding: in
     another batch shape or on another backend a piece proven in one program may not be in the
     other and fall back to a looser bound. Re-checking a calibration's scales this way can then
