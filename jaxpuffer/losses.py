@@ -344,45 +344,48 @@ def _bracket_points(g, bracket, used, sgn, m1, s1, m2, s2, b):
     return points, t0, width * -jnp.expm1(-tent)
 
 
-def _lane_cdfs(x, t0, sgn, m1, s1, m2, s2, b, scale_slope=False):
+def _lane_cdfs(x, t0, sgn, m1, s1, m2, s2, b, gradient=False):
     """Per lane: both priors' CDF and survival at the point x, and log p(t₀) of the order's first
-    prior, in one gauss_laplace call (one site: compile time); ``scale_slope``: then both CDFs'
-    ∂/∂b at x."""
-    out = gauss_laplace(jnp.stack([x - m1, x - m2, t0 - jnp.where(sgn > 0, m1, m2)]), jnp.stack([s1, s2, jnp.where(sgn > 0, s1, s2)]), b, scale_slope)
+    prior, in one gauss_laplace call (one site: compile time); ``gradient``: then, per prior, the
+    CDF's ∂/∂b, the density p and its slope p' at x (:func:`jaxpuffer.noise.gauss_laplace`)."""
+    out = gauss_laplace(jnp.stack([x - m1, x - m2, t0 - jnp.where(sgn > 0, m1, m2)]), jnp.stack([s1, s2, jnp.where(sgn > 0, s1, s2)]), b, gradient, gradient)
     log_p, F, S = out[:3]
-    return (log_p[2], F[0], S[0], F[1], S[1], *((out[3][0], out[3][1]) if scale_slope else ()))
+    extra = (out[3][0], out[3][1], jnp.exp(log_p[0]), out[4][0], jnp.exp(log_p[1]), out[4][1]) if gradient else ()
+    return (log_p[2], F[0], S[0], F[1], S[1], *extra)
 
 
 def _laplace_masses(g, points, cdfs, used, sgn, hidden, slack, spread, m1, m2, eps):
     """One pair: (δ for order 1→2, δ for order 2→1) from the CDFs at its crossing points (module
     docstring), with their derivatives in m, s, b, ε (the points themselves are fixed). Where
-    ``cdfs`` also holds both CDFs' ∂/∂b at the points: ((δ₁₂, δ₂₁), (∂δ₁₂/∂b, ∂δ₂₁/∂b)), the
-    slopes by the envelope theorem — Σ over the positive pieces of ∂_b[P_i − e^ε P_j](piece) at
-    fixed ends — without differentiating the masses (:func:`pair_delta_and_slope`)."""
+    ``cdfs`` also holds, per prior, the CDFs' slopes in C parameters at the points (arrays (C,
+    points): :func:`_laplace_exact`): ((δ₁₂, δ₂₁), (g₁₂, g₂₁)), g the C slopes and then ∂/∂ε (C + 1,)
+    by the envelope theorem — Σ over the positive pieces of ∂[P_i − e^ε P_j](piece) at fixed ends,
+    ∂_ε of a piece −e^ε P_j — without differentiating the masses (:func:`pair_delta_and_slope`)."""
     cross = points[: 2 * _ROOTS].reshape(2, _ROOTS)
     cross_ok = g["cross_ok"].reshape(2, _ROOTS)
     flank_l = points[2 * _ROOTS : 2 * _ROOTS + 2 * _PEAKS].reshape(2, _PEAKS)
     flank_r = points[2 * _ROOTS + 2 * _PEAKS :].reshape(2, _PEAKS)
     log_p0, F1, S1, F2, S2 = cdfs[:5]
     with_slope = len(cdfs) > 5
-    dF1, dF2 = cdfs[5:] if with_slope else (jnp.zeros_like(F1), jnp.zeros_like(F2))
+    dF1, dF2 = cdfs[5:] if with_slope else (jnp.zeros_like(F1)[None], jnp.zeros_like(F2)[None])
     held = spread * jnp.exp(log_p0) * (1.0 + 1e-12)
     held = jax.lax.stop_gradient(jnp.where(used & (spread > 0), held, 0.0))
     held = (jnp.sum(jnp.where(sgn > 0, held, 0.0)), jnp.sum(jnp.where(sgn < 0, held, 0.0)))
     e_eps = jnp.exp(eps)
 
     def interval(a, c, ends_i, ends_j, mu_i, mu_j):
-        """[P_i − e^ε P_j](a, c], a bound on its rounding error in ulps (interval_mass) and its
-        ∂/∂b; ``ends`` = (F(a), S(a), F(c), S(c), ∂_b F(a), ∂_b F(c)) of each prior."""
+        """[P_i − e^ε P_j](a, c], a bound on its rounding error in ulps (interval_mass), its slopes
+        in the C parameters (C, …) and P_j(a, c]; ``ends`` = (F(a), S(a), F(c), S(c), ∂F(a), ∂F(c))
+        of each prior, ∂F its slopes (C, …)."""
         p_i, size_i = interval_mass(*ends_i[:4], a, c, mu_i)
         p_j, size_j = interval_mass(*ends_j[:4], a, c, mu_j)
-        return p_i - e_eps * p_j, size_i + e_eps * size_j, ends_i[5] - ends_i[4] - e_eps * (ends_j[5] - ends_j[4])
+        return p_i - e_eps * p_j, size_i + e_eps * size_j, ends_i[5] - ends_i[4] - e_eps * (ends_j[5] - ends_j[4]), p_j
 
     out, slopes = [], []
     for k, (mu_i, F_i, S_i, dF_i, mu_j, F_j, S_j, dF_j) in enumerate(((m1, F1, S1, dF1, m2, F2, S2, dF2), (m2, F2, S2, dF2, m1, F1, S1, dF1))):
         c_slice = slice(k * _ROOTS, (k + 1) * _ROOTS)
         ok, x = cross_ok[k], cross[k]
-        Fi, Si, Fj, Sj, dFi, dFj = (v[c_slice] for v in (F_i, S_i, F_j, S_j, dF_i, dF_j))
+        Fi, Si, Fj, Sj, dFi, dFj = (v[..., c_slice] for v in (F_i, S_i, F_j, S_j, dF_i, dF_j))
         # the positive set: (−∞ or previous crossing, each down-crossing], [last up-crossing, ∞),
         # and the hidden excursions [left flank, right flank]
         first_pos = g["pos_first"][k]
@@ -391,13 +394,13 @@ def _laplace_masses(g, points, cdfs, used, sgn, hidden, slack, spread, m1, m2, e
         pi = jnp.maximum(jnp.arange(_ROOTS) - 1, 0)
 
         def before(v, missing):
-            return jnp.where(has_prev, v[pi], missing)
+            return jnp.where(has_prev, v[..., pi], missing)
 
         n_ok = jnp.sum(ok)
         last = jnp.maximum(n_ok - 1, 0)
 
         def from_last(v, missing):
-            return jnp.where(n_ok > 0, v[last], missing)
+            return jnp.where(n_ok > 0, v[..., last], missing)
 
         p_slice = slice(2 * _ROOTS + k * _PEAKS, 2 * _ROOTS + (k + 1) * _PEAKS)
         q_slice = slice(2 * _ROOTS + 2 * _PEAKS + k * _PEAKS, 2 * _ROOTS + 2 * _PEAKS + (k + 1) * _PEAKS)
@@ -406,27 +409,30 @@ def _laplace_masses(g, points, cdfs, used, sgn, hidden, slack, spread, m1, m2, e
                             (before(Fj, 0.0), before(Sj, 1.0), Fj, Sj, before(dFj, 0.0), dFj), mu_i, mu_j)),
             (g["pos_last"][k], interval(from_last(x, -jnp.inf), jnp.inf, (from_last(Fi, 0.0), from_last(Si, 1.0), 1.0, 0.0, from_last(dFi, 0.0), 0.0),
                                         (from_last(Fj, 0.0), from_last(Sj, 1.0), 1.0, 0.0, from_last(dFj, 0.0), 0.0), mu_i, mu_j)),
-            (hidden[k * _PEAKS : (k + 1) * _PEAKS], interval(flank_l[k], flank_r[k], *((v[p_slice], w[p_slice], v[q_slice], w[q_slice], d[p_slice], d[q_slice])
+            (hidden[k * _PEAKS : (k + 1) * _PEAKS], interval(flank_l[k], flank_r[k], *((v[p_slice], w[p_slice], v[q_slice], w[q_slice], d[..., p_slice], d[..., q_slice])
                                                                                        for v, w, d in ((F_i, S_i, dF_i), (F_j, S_j, dF_j))), mu_i, mu_j)),
         ]
-        total = sum(jnp.sum(jnp.where(mask, jnp.maximum(val, 0.0), 0.0)) for mask, (val, _, _) in pieces)
-        size = sum(jnp.sum(jnp.where(mask, mag, 0.0)) for mask, (_, mag, _) in pieces)
+        total = sum(jnp.sum(jnp.where(mask, jnp.maximum(val, 0.0), 0.0)) for mask, (val, *_) in pieces)
+        size = sum(jnp.sum(jnp.where(mask, mag, 0.0)) for mask, (_, mag, *_) in pieces)
         # round up by a bound on the rounding error of the masses and their sums (interval_mass:
         # P_i − e^ε P_j cancels when δ is tiny against the masses), and by the sign floor's slack:
         # δ never comes out too small
         rounding = jnp.finfo(jnp.float64).eps * size
         out.append(jnp.minimum(total + rounding + slack[k] + held[k], 1.0))
-        if with_slope:
-            slopes.append(jnp.where(out[-1] < 1.0, sum(jnp.sum(jnp.where(mask & (val > 0), dval, 0.0)) for mask, (val, _, dval) in pieces), 0.0))
+        if with_slope:  # (the positive pieces' slopes, each (C, pieces) or (C,), summed per parameter)
+            channels = sum(jnp.sum(jnp.where(mask & (val > 0), dval, 0.0).reshape(dF1.shape[0], -1), axis=1) for mask, (val, _, dval, _) in pieces)
+            by_eps = -e_eps * sum(jnp.sum(jnp.where(mask & (val > 0), p_j, 0.0)) for mask, (val, _, _, p_j) in pieces)
+            slopes.append(jnp.where(out[-1] < 1.0, jnp.append(channels, by_eps), 0.0))
     return ((out[0], out[1]), (slopes[0], slopes[1])) if with_slope else (out[0], out[1])
 
 
-def _laplace_exact(d_mu, s1, s2, b, eps, scale_slope=False):
+def _laplace_exact(d_mu, s1, s2, b, eps, gradient=False):
     """Both orders' δ for Laplace noise per pair (1-D arrays), the second prior at 0; L1 (≥ δ) for
     an order whose crossings or peaks exceed the fixed budget. The CDFs are evaluated at the used
     points only (:func:`jaxpuffer._parallel.on_lanes`; 0–4 of a pair's 12 lanes, typically).
-    ``scale_slope``: ((δ₁₂, δ₂₁), (∂δ₁₂/∂b, ∂δ₂₁/∂b)), the slopes in closed form
-    (:func:`_laplace_masses`), NaN for an order that takes L1, 0 at b = 0."""
+    ``gradient``: ((δ₁₂, δ₂₁), (g₁₂, g₂₁)), g (n, 5) the slopes of δ in (b, Δμ, σ_i, σ_j, ε) in
+    closed form (:func:`_laplace_masses`; the CDF's slopes in the prior's mean and std are −p and
+    σ p', :func:`jaxpuffer.noise.gauss_laplace`), NaN for an order that takes L1, 0 at b = 0."""
     ok = b > 0
     b_safe = jnp.where(ok, b, 1.0)
     m2 = 0.0 * d_mu
@@ -436,19 +442,23 @@ def _laplace_exact(d_mu, s1, s2, b, eps, scale_slope=False):
     n, width = used.shape
     lanes = (_flat(points), _flat(t0), _flat(sgn), *_lanes_of(pair, width))
     zeros, ones = jnp.zeros(n * width), jnp.ones(n * width)
-    missing = (zeros, zeros, ones, zeros, ones, *((zeros, zeros) if scale_slope else ()))
-    cdfs = tuple(v.reshape(n, width) for v in on_lanes(partial(_lane_cdfs, scale_slope=scale_slope), _flat(used), missing, *lanes))
+    missing = (zeros, zeros, ones, zeros, ones, *((zeros,) * 6 if gradient else ()))
+    cdfs = tuple(v.reshape(n, width) for v in on_lanes(partial(_lane_cdfs, gradient=gradient), _flat(used), missing, *lanes))
+    if gradient:  # each prior's CDF slopes in (b, Δμ, σ_i, σ_j) at the points, (n, 4, width): ∂F/∂μ = −p, ∂F/∂σ = σ p'
+        log_p0, F1, S1, F2, S2, dF1, dF2, p1, dp1, p2, dp2 = cdfs
+        none = jnp.zeros_like(F1)
+        cdfs = (log_p0, F1, S1, F2, S2, jnp.stack([dF1, -p1, s1[:, None] * dp1, none], axis=1), jnp.stack([dF2, none, none, s2[:, None] * dp2], axis=1))
     masses = jax.vmap(_laplace_masses)(g, points, cdfs, used, sgn, hidden, slack, spread, d_mu, m2, eps)
-    (d12, d21), slopes = masses if scale_slope else (masses, None)
+    (d12, d21), slopes = masses if gradient else (masses, None)
     fallback = coupling_laplace_closed(d_mu, s1 - s2, b_safe, eps)
     d12, d21 = jnp.where(g["resolved"][:, 0], d12, fallback), jnp.where(g["resolved"][:, 1], d21, fallback)
     zero, zero_rev = _both_orders(_gaussian_exact_one, d_mu, s1, s2, 0.0, eps)
     value = jnp.where(ok, d12, zero), jnp.where(ok, d21, zero_rev)
-    if not scale_slope:
+    if not gradient:
         return value
     # L1's slope is left unknown (NaN: the search's model takes no step from it and its secant
     # does; its JVP cost the search's program 0.7 s of compile for a rare case)
-    return value, tuple(jnp.where(ok, jnp.where(g["resolved"][:, k], slopes[k], jnp.nan), 0.0) for k in (0, 1))
+    return value, tuple(jnp.where(ok[:, None], jnp.where(g["resolved"][:, k, None], slopes[k], jnp.nan), 0.0) for k in (0, 1))
 
 
 # ----------------------------------------------------------------------------- coupling levels
@@ -537,21 +547,26 @@ def pair_delta(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric, padded=F
 
 
 def pair_delta_and_slope(level: str, noise: str, d_mu, s1, s2, b, eps, symmetric):
-    """(δ, ∂δ/∂b) per pair, as :func:`pair_delta` (the exact search's value and the slope of its
-    model, :func:`jaxpuffer.calibration._search_run`), where the slope has a closed form; else None
-    (the search then takes the JVP of δ, :func:`jaxpuffer.families.delta_and_slope`). The exact
-    level under Laplace noise takes the slope in closed form (the envelope theorem on the CDFs' ∂/∂b
-    at the crossing points, :func:`jaxpuffer.noise.gauss_laplace`), so that the search's program
-    holds no derivative of the evaluator (a cold first exact-level call of 3 pairs, runs alternating
-    with the JVP's: 19.6, 20.5, 21.1 -> 16.8, 18.1, 17.7 CPU-s; warm, 4,096 pairs: 0.33 -> 0.30 s at
-    (1, 1e-6), 0.39 -> 0.35 s at (0.3, 1e-3), the same scales). Against the JVP of δ (4,096 random
-    pairs, b from 0.3 to 1.5 times b_pure): the same δ bit for bit, d log δ / d log b within 1e-8
-    relative (the JVP also differentiates δ's rounding allowance). An order whose δ is the L1
-    fallback has slope NaN: the model takes no step from it."""
+    """(δ, G) per pair, δ as :func:`pair_delta` (the exact search's value) and G (n, 5) its slopes
+    in (b, Δμ, σ_i, σ_j, ε), where they have a closed form; else None (the search then takes the
+    JVP of δ in b, :func:`jaxpuffer.families.delta_and_slope`). Inputs broadcast to one axis of
+    pairs. The exact level under Laplace noise takes the slopes in closed form (the envelope theorem
+    on the CDFs' slopes at the crossing points: in b, :func:`jaxpuffer.noise.gauss_laplace`; in the
+    prior's mean and std, −p and σ p'), so that the search's program holds no derivative of the
+    evaluator (a cold first exact-level call of 3 pairs, runs alternating with the JVP's: 19.6,
+    20.5, 21.1 -> 16.8, 18.1, 17.7 CPU-s; warm, 4,096 pairs: 0.33 -> 0.30 s at (1, 1e-6), 0.39 ->
+    0.35 s at (0.3, 1e-3), the same scales), and an eager ``jax.grad`` of a calibration takes its
+    implicit derivative from the search's own program, with no JVP of its own
+    (:func:`jaxpuffer.calibration._slopes_by_search`). Against the JVP of δ (4,096 random pairs, b
+    from 0.3 to 1.5 times b_pure): the same δ bit for bit, d log δ / d log b within 1e-8 relative
+    (the JVP also differentiates δ's rounding allowance). An order whose δ is the L1 fallback has
+    slopes NaN: the model takes no step from it."""
     if level != "exact" or noise != "laplace":
         return None
-    d12, d21, g12, g21 = _flat_batch(lambda *a: tuple(v for both in _laplace_exact(*a, scale_slope=True) for v in both), d_mu, s1, s2, b, eps)
-    return jnp.where(symmetric, jnp.maximum(d12, d21), d12), jnp.where(symmetric & (d21 > d12), g21, g12)
+    d_mu, s1, s2, b, eps = (a.reshape(-1) for a in jnp.broadcast_arrays(d_mu, s1, s2, b, eps))
+    (d12, d21), (g12, g21) = _laplace_exact(d_mu, s1, s2, b, eps, gradient=True)
+    second = symmetric & (d21 > d12)
+    return jnp.where(symmetric, jnp.maximum(d12, d21), d12), jnp.where(second[:, None], g21, g12)
 
 
 def _pair_delta_program(static, d_mu, s1, s2, b, eps, symmetric):

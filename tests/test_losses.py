@@ -174,15 +174,20 @@ def test_exact_gradient_in_scale_and_parameters():
         assert float(grads[k]) == pytest.approx(fd, rel=1e-5)
 
 
-def test_exact_scale_slope_in_closed_form_equals_the_derivative():
-    """The exact search's slope under Laplace noise (losses.pair_delta_and_slope) is ∂δ/∂b in
-    closed form: Stein's identity for the CDFs' ∂/∂b (noise.gauss_laplace) and the envelope
-    theorem over the crossing points. Checked against autodiff of the values themselves (JAX's JVP
-    of F and of δ, a different computation): F's slope to 1e-9 relative plus the form's rounding,
-    1e-13 (|z| + σ²/b)/b² (it cancels where b ≪ σ, measured ≤ 2.6e-14 of that over 20,000 random
-    points); δ to 1e-13 relative or 1e-15 absolute (measured: bit for bit, or 1.2e-18 apart: two programs round
-    the masses' sums differently), and d log δ / d log b to 1e-7 relative (measured ≤ 1.1e-8: the JVP also
-    differentiates δ's rounding allowance) on random pairs with point masses, 0.3 to 1.5 times b_pure."""
+def test_exact_slopes_in_closed_form_equal_the_derivatives():
+    """The exact search's slopes under Laplace noise (losses.pair_delta_and_slope: δ's gradient in
+    (b, Δμ, σ_i, σ_j, ε)) in closed form: Stein's identity for the CDFs' ∂/∂b (noise.gauss_laplace),
+    −p and σ p' (the heat equation) for their slopes in the prior's mean and std, −e^ε P_j for ε,
+    and the envelope theorem over the crossing points. Checked against autodiff of the values
+    themselves (JAX's JVP of F and of δ, a different computation): F's slope in b to 1e-9 relative
+    plus the form's rounding, 1e-13 (|z| + σ²/b)/b² (it cancels where b ≪ σ, measured ≤ 2.6e-14 of
+    that over 20,000 random points), and p' against the JVP of p to 1e-9 relative plus 1e-13 p/b; δ
+    to 1e-13 relative or 1e-15 absolute (measured: bit for bit, or 1.2e-18 apart: two programs
+    round the masses' sums differently), and each logarithmic slope (x ∂δ/∂x / δ, x = b, |Δμ|,
+    σ_i, σ_j, 1 for ε) to 1e-7 relative or 1e-7 absolute (measured ≤ 1.4e-8 and ≤ 2.5e-7 of δ
+    below b_pure, up to 1.3e-5 beyond it, where δ is mostly the rounding allowance that the JVP
+    also differentiates) on random pairs with point masses, 0.3 to 1.5 times b_pure. A sign error
+    in any one term fails it."""
     import jax.numpy as jnp
 
     from jaxpuffer.bounds import pure_scale
@@ -194,9 +199,13 @@ def test_exact_scale_slope_in_closed_form_equals_the_derivative():
     z = np.concatenate([[0.0, -0.0, 3.0, -3.0, 40.0, -700.0], rng.normal(size=n - 6) * 10 ** rng.uniform(-2, 2, n - 6)])
     sigma = np.where(rng.uniform(size=n) < 0.15, 0.0, 10 ** rng.uniform(-3, 3, n))
     b = 10 ** rng.uniform(-3, 3, n)
-    slope = np.asarray(jax.jit(lambda *a: gauss_laplace(*a, scale_slope=True)[3])(z, sigma, b))
+    slope, density_slope = (np.asarray(v) for v in jax.jit(lambda *a: gauss_laplace(*a, True, True)[3:])(z, sigma, b))
     by_jvp = np.asarray(jax.jvp(lambda bb: gauss_laplace(z, sigma, bb)[1], (jnp.asarray(b),), (jnp.ones(n),))[1])
     assert np.all(np.abs(slope - by_jvp) <= 1e-13 * (np.abs(z) + sigma**2 / b) / b**2 + 1e-9 * np.abs(by_jvp))
+    density, density_jvp = (np.asarray(v) for v in jax.jvp(lambda zz: jnp.exp(gauss_laplace(zz, sigma, b)[0]), (jnp.asarray(z),), (jnp.ones(n),)))
+    smooth = (sigma > 0) | (z != 0)  # (a point mass's density has its kink at 0)
+    # (p' is a difference of two terms of size p/b: it cancels near the mode, as ∂F/∂b does where b ≪ σ)
+    assert np.all((np.abs(density_slope - density_jvp) <= 1e-13 * density / b + 1e-9 * np.abs(density_jvp))[smooth])
     point, near = sigma == 0, (z != 0) & (np.abs(z) < 100 * b)  # (a point mass: the plain Laplace kernel, no cancellation)
     assert np.all(np.sign(slope[point & near]) == -np.sign(z[point & near]))  # its mass moves outward as b grows
 
@@ -206,15 +215,25 @@ def test_exact_scale_slope_in_closed_form_equals_the_derivative():
     eps = rng.choice([0.1, 0.5, 1.0, 3.0], n)
     b_pure = np.asarray(pure_scale(d_mu, s1, s2, eps))
     closed = jax.jit(lambda *a: pair_delta_and_slope("exact", "laplace", *a, True))
-    autodiff = jax.jit(lambda d, a, c, bb, e: jax.jvp(lambda x: pair_delta("exact", "laplace", d, a, c, x, e, True), (bb,), (jnp.ones_like(bb),)))
+
+    def autodiff(*args):  # (Δμ, σ_i, σ_j, b, ε): δ and its JVP in each, in the closed form's order (b, Δμ, σ_i, σ_j, ε)
+        f = lambda *x: pair_delta("exact", "laplace", *x, True)  # noqa: E731
+        units = jnp.eye(5)[jnp.array([3, 0, 1, 2, 4])]  # (one JVP, its tangent batched over the 5 directions)
+        along = jax.vmap(lambda unit: jax.jvp(f, args, tuple(u * jnp.ones_like(v) for u, v in zip(unit, args)))[1], out_axes=1)
+        return f(*args), along(units)
+
+    autodiff = jax.jit(autodiff)
     for factor in (0.3, 0.9, 0.9999, 1.5):
         scale = np.where(b_pure > 0, b_pure * factor, 1.0)
-        (value, slope), (ref, ref_slope) = (tuple(map(np.asarray, f(d_mu, s1, s2, scale, eps))) for f in (closed, autodiff))
+        (value, slopes), (ref, ref_slopes) = (tuple(map(np.asarray, f(d_mu, s1, s2, scale, eps))) for f in (closed, autodiff))
         np.testing.assert_allclose(value, ref, rtol=1e-13, atol=1e-15)  # (two programs: XLA may round the masses' sums apart by ulps of 1)
         positive = ref > 1e-300
-        assert positive.sum() > 20 and np.all(np.isfinite(slope))
-        log_slope, ref_log_slope = (scale * g / np.where(positive, ref, 1.0) for g in (slope, ref_slope))
-        np.testing.assert_allclose(log_slope[positive], ref_log_slope[positive], rtol=1e-7, atol=0)
+        assert slopes.shape == (n, 5) and positive.sum() > 20 and np.all(np.isfinite(slopes))
+        unit = np.stack([scale, np.abs(d_mu), s1, s2, np.ones(n)], axis=1)[positive]  # logarithmic slopes (ε: per unit)
+        log_slopes, ref_log_slopes = (unit * g[positive] / ref[positive, None] for g in (slopes, ref_slopes))
+        np.testing.assert_allclose(log_slopes[:, 0], ref_log_slopes[:, 0], rtol=1e-7, atol=0)
+        tol = 1e-7 if factor < 1 else 2e-5
+        np.testing.assert_allclose(log_slopes, ref_log_slopes, rtol=1e-7, atol=tol)
 
 
 @pytest.mark.parametrize(

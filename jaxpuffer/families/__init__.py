@@ -16,7 +16,10 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
 * ``delta(level, noise, params, b, eps, symmetric)`` — δ per pair at a numerical level;
 * optionally ``delta_and_slope(level, noise, params, b, eps, symmetric)`` — (δ, ∂δ/∂b) per pair
   for the search's model where the family has the slope in closed form, else None
-  (:func:`delta_and_slope` then takes δ's JVP);
+  (:func:`delta_and_slope` then takes δ's JVP); where ``gradient_in_closed_form(level, noise)``
+  says so, the slope is instead (n, 1 + P): ∂δ/∂b and then the slopes in each per-pair entry of
+  (params, ε) in order (the implicit derivative of the scale then needs no program of its own,
+  :func:`jaxpuffer.calibration._slopes_by_search`);
 * ``delta_at_zero(level, noise, params, eps, symmetric)`` — δ with no noise (answer 0 if ≤ δ);
 * ``bracket(level, noise, params, eps, target)`` — (hi, start, pure): a scale expected to be
   feasible, the first scale to evaluate, and the scale beyond which δ is known to vanish (+inf
@@ -100,15 +103,25 @@ def costly_exact(family, kernel) -> bool:
 
 
 def delta_and_slope(family, level, noise, params, b, eps, symmetric):
-    """(δ, ∂δ/∂b) per pair, the value and slope the optax search's model takes: the family's own
-    ``delta_and_slope`` where it gives one (Gaussian and mixture priors under Laplace noise at the
-    exact level: the slope in closed form, no derivative in the search's program), else the JVP
-    of its ``delta`` in b (the one place that JVP is written)."""
+    """(δ, slopes) per pair, the value and slopes the optax search takes: slopes (n, G), column 0
+    ∂δ/∂b (the model's), the others the slopes in each per-pair entry of (params, ε) where
+    :func:`gradient_in_closed_form` (G = 1 otherwise). The family's own ``delta_and_slope`` where it
+    gives one (Gaussian and mixture priors under Laplace noise at the exact level: in closed form,
+    no derivative in the search's program), else the JVP of its ``delta`` in b (the one place that
+    JVP is written)."""
     own = getattr(family, "delta_and_slope", None)
     closed = None if own is None else own(level, noise, params, b, eps, symmetric)
-    if closed is not None:
-        return closed
-    return jax.jvp(lambda bb: family.delta(level, noise, params, bb, eps, symmetric), (b,), (jnp.ones_like(b),))
+    if closed is None:
+        closed = jax.jvp(lambda bb: family.delta(level, noise, params, bb, eps, symmetric), (b,), (jnp.ones_like(b),))
+    value, slopes = closed
+    return value, slopes if gradient_in_closed_form(family, level, noise) else slopes[:, None]
+
+
+def gradient_in_closed_form(family, level, noise) -> bool:
+    """Whether the family's ``delta_and_slope`` gives δ's whole gradient per pair at this level and
+    kernel (its optional ``gradient_in_closed_form``; default no)."""
+    own = getattr(family, "gradient_in_closed_form", None)
+    return bool(own is not None and own(level, noise))
 
 
 def get(name: str):

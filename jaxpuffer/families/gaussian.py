@@ -51,8 +51,12 @@ class GaussianFamily:
         return pair_delta(level, noise, *params, b, eps, symmetric, padded=True)  # (the search pads with copies of its first pair)
 
     def delta_and_slope(self, level, noise, params, b, eps, symmetric):
-        """(δ, ∂δ/∂b) where the slope has a closed form (the exact level under Laplace noise), else None."""
+        """(δ, its slopes in (b, Δμ, σ_i, σ_j, ε)) where they have a closed form (the exact level
+        under Laplace noise), else None."""
         return pair_delta_and_slope(level, noise, *params, b, eps, symmetric)
+
+    def gradient_in_closed_form(self, level, noise):
+        return level == "exact" and noise == "laplace"
 
     def delta_at_zero(self, level, noise, params, eps, symmetric):
         d_mu, s1, s2 = params
