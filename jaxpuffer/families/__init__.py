@@ -104,17 +104,17 @@ def costly_exact(family, kernel) -> bool:
 
 def delta_and_slope(family, level, noise, params, b, eps, symmetric):
     """(δ, slopes) per pair, the value and slopes the optax search takes: slopes (n, G), column 0
-    ∂δ/∂b (the model's), the others the slopes in each per-pair entry of (params, ε) where
-    :func:`gradient_in_closed_form` (G = 1 otherwise). The family's own ``delta_and_slope`` where it
-    gives one (Gaussian and mixture priors under Laplace noise at the exact level: in closed form,
-    no derivative in the search's program), else the JVP of its ``delta`` in b (the one place that
-    JVP is written)."""
+    ∂δ/∂b (the model's), the others the slopes in each per-pair entry of (params, ε) where the
+    family gives δ's whole gradient (:func:`gradient_in_closed_form`; G = 1 otherwise). The
+    family's own ``delta_and_slope`` where it gives one (Gaussian and mixture priors under Laplace
+    noise at the exact level: in closed form, no derivative in the search's program), else the JVP
+    of its ``delta`` in b (the one place that JVP is written)."""
     own = getattr(family, "delta_and_slope", None)
     closed = None if own is None else own(level, noise, params, b, eps, symmetric)
     if closed is None:
         closed = jax.jvp(lambda bb: family.delta(level, noise, params, bb, eps, symmetric), (b,), (jnp.ones_like(b),))
     value, slopes = closed
-    return value, slopes if gradient_in_closed_form(family, level, noise) else slopes[:, None]
+    return value, slopes if slopes.ndim == 2 else slopes[:, None]
 
 
 def gradient_in_closed_form(family, level, noise) -> bool:
