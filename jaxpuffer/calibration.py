@@ -61,7 +61,7 @@ import numpy as np
 import optax
 
 from . import _parallel, _validate, families
-from ._cache import ExportedJit, defined_here
+from ._cache import LATENCY_OPTIONS, ExportedJit, defined_here
 from ._progress import ProgressBar
 from .families.gaussian import theorem_level as _theorem_level
 from .noise import kernels
@@ -78,6 +78,7 @@ _DEFAULT_SOLVER, _DEFAULT_RTOL, _DEFAULT_CHUNK = "optax", 1e-10, 16384  # calibr
 _FLOOR = 2.0**-40  # the initial lo is hi·_FLOOR
 _BELOW_TAIL_FLOOR = 1e-2  # families with no closed-form vanishing point start this far below the tail floor (:func:`_search_init`)
 _MAX_DOUBLINGS = 80
+_QUICK_LANES = 64  # the most lanes of a search compiled for latency (:func:`_compile_for_latency`)
 # compaction of the concrete search (:func:`_solve_concrete`): the evaluations after which the
 # unfinished pairs are re-batched, and the padding a batch may add (a fraction of the pairs it
 # holds). Where an evaluation is costly (mixtures at the exact level, ~1 ms per pair), after every
@@ -237,6 +238,7 @@ class _Config(NamedTuple):
     family: str = "gaussian"
     pure: bool = False  # some targets are δ = 0: those searches start at the analytic floor (:func:`_pure_floor`)
     mesh: Any = None  # the devices sharing the lanes (:mod:`jaxpuffer._parallel`), None for one
+    quick: bool = False  # its programs are compiled for latency (:func:`_compile_for_latency`)
 
 
 # ----------------------------------------------------------------------------- per-pair search
@@ -542,6 +544,33 @@ def _bisect_from(max_iter: int) -> int:
     return max(max_iter - _BISECT_RESERVE, 0)
 
 
+def _platform(mesh) -> str:
+    """The platform the lanes run on: the mesh's, else JAX's default device's or backend's."""
+    if mesh is not None:
+        return mesh.devices.flat[0].platform
+    default = jax.config.jax_default_device
+    if default is not None:
+        return default if isinstance(default, str) else default.platform
+    return jax.default_backend()
+
+
+def _compile_for_latency(family, kernel, level: str, lanes: int, mesh) -> bool:
+    """Whether a search of ``lanes`` lanes compiles its programs for latency
+    (:data:`jaxpuffer._cache.LATENCY_OPTIONS`, LLVM unoptimised): a call of at most
+    ``_QUICK_LANES`` lanes on one CPU process whose family says its evaluator at this level runs
+    cheaply even so (its optional ``quick_to_run(level, kernel)``,
+    :func:`jaxpuffer.families.quick_to_run`), where compiling is most of the call. Such a call's
+    scales may differ from a larger call's in the last bits (each is verified by its own
+    evaluation, rounding allowances included)."""
+    return (lanes <= _QUICK_LANES and _platform(mesh) == "cpu" and _parallel.processes() == 1
+            and families.quick_to_run(family, level, kernel))
+
+
+def _compile_options(cfg: _Config):
+    """The XLA options of ``cfg``'s programs (None: XLA's defaults)."""
+    return LATENCY_OPTIONS if cfg.quick else None
+
+
 def _ours(cfg: _Config) -> bool:
     """The search of ``cfg`` is jaxpuffer's code only (one device; its family and noise kernel
     defined in jaxpuffer), so that a digest of jaxpuffer's sources identifies its program."""
@@ -556,8 +585,8 @@ def _state_tree(cfg, args):
 
 # the two search programs, traced once per (cfg, shapes) on this machine: later processes load them
 # from disk (_cache.ExportedJit; 1.0–2.5 s of tracing and lowering per warm call)
-_search_init_jit = ExportedJit(_parallel.over_lanes(_search_init), portable=_ours, out_tree=_state_tree)
-_search_run_jit = ExportedJit(_parallel.over_lanes(_search_run), portable=_ours, out_tree=_state_tree)
+_search_init_jit = ExportedJit(_parallel.over_lanes(_search_init), portable=_ours, out_tree=_state_tree, options=_compile_options)
+_search_run_jit = ExportedJit(_parallel.over_lanes(_search_run), portable=_ours, out_tree=_state_tree, options=_compile_options)
 
 
 def _on_host(state: _SearchState) -> _SearchState:
@@ -695,8 +724,8 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
 
 
 # the certificate's programs (one δ per lane), kept on disk as the search's are
-_delta_jit = ExportedJit(_parallel.over_lanes(_delta), portable=_ours)
-_delta_at_zero_jit = ExportedJit(_parallel.over_lanes(_delta_at_zero), portable=_ours)
+_delta_jit = ExportedJit(_parallel.over_lanes(_delta), portable=_ours, options=_compile_options)
+_delta_at_zero_jit = ExportedJit(_parallel.over_lanes(_delta_at_zero), portable=_ours, options=_compile_options)
 
 
 def _evaluation_call(cfg: _Config, symmetric, b, params, eps) -> tuple:
@@ -718,7 +747,7 @@ def _evaluation_call(cfg: _Config, symmetric, b, params, eps) -> tuple:
     return cfg, params, eps, np.ones(n), 1, 1, symmetric, state
 
 
-def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b, eps, idx, size, zero=False, fallback=None):
+def _deltas_in_pieces(cfg: _Config, search: _Config | list | None, symmetric, params, b, eps, idx, size, zero=False, fallback=None):
     """(lanes, δ per lane) for the lanes ``idx`` of (``params``, ``b``, ``eps``), in batches padded
     as the search pads its own: one batch of :func:`jaxpuffer._parallel.bucket` lanes (at most
     ``size``), or a costly evaluator's pieces (:func:`_costly_pieces`). ``zero``: the lanes are at
@@ -726,7 +755,8 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
     (:func:`_evaluation_call`), or by ``cfg``'s δ program where ``search`` is None — or by
     ``fallback(lanes)`` (δ of those lanes) where that search program is not at hand already
     (:meth:`ExportedJit.holds`: it compiles for longer than a δ program alone, 12.9–14.4 s against
-    10.3 s for Gaussian pairs under Laplace noise)."""
+    10.3 s for Gaussian pairs under Laplace noise). ``search`` may be a list of configurations:
+    the first whose program is at hand runs (else ``fallback``, else the first)."""
     step = _parallel.granule(cfg.mesh)
     pieces = _split(idx, _costly_pieces(idx.size, step)) if _costly_search(cfg) else [(idx, _parallel.bucket(idx.size, size, step))]
     for sub, sub_size in pieces:
@@ -735,8 +765,9 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | None, symmetric, params, b
         if zero:
             value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
         elif search is not None:
-            call = _evaluation_call(search, symmetric, part_b, part, part_eps)
-            value = fallback(sub) if fallback is not None and not _search_run_jit.holds(*call) else _search_run_jit(*call).d_last
+            calls = [_evaluation_call(s, symmetric, part_b, part, part_eps) for s in (search if isinstance(search, list) else [search])]
+            held = next((call for call in calls if _search_run_jit.holds(*call)), None)
+            value = fallback(sub) if fallback is not None and held is None else _search_run_jit(*(held or calls[0])).d_last
         else:
             value = _delta_jit(cfg, symmetric, part_b, part, part_eps)
         yield sub, np.asarray(value)[: sub.size]
@@ -755,13 +786,17 @@ def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, fallbac
     the search's). The value is the level's δ, rounded up as the evaluator rounds it."""
     kernel = kernels.resolve(noise)
     params = (*params, *(jnp.asarray(v, jnp.float64) for v in kernel.shape_values()))  # as calibrate carries them
-    search = _Config("exact", kernel.search_key(), _DEFAULT_SOLVER, _DEFAULT_RTOL, family, mesh=_parallel.resolve_mesh(None))
     b, eps = jnp.asarray(b, jnp.float64), jnp.asarray(eps, jnp.float64)
     n = b.shape[0]
+    # the program of a calibration of as many lanes, else of a larger one (not compiled for latency)
+    mesh = _parallel.resolve_mesh(None)
+    quick = _compile_for_latency(families.get(family), kernel, "exact", n, mesh)
+    search = [_Config("exact", kernel.search_key(), _DEFAULT_SOLVER, _DEFAULT_RTOL, family, mesh=mesh, quick=q)
+              for q in dict.fromkeys((quick, False))]
     out = np.empty(n)
     for start in range(0, n, _DEFAULT_CHUNK):  # the batches of calibrate's default chunk_size
         idx = np.arange(start, min(start + _DEFAULT_CHUNK, n))
-        for sub, value in _deltas_in_pieces(search, search, symmetric, params, b, eps, idx, _DEFAULT_CHUNK, fallback=fallback):
+        for sub, value in _deltas_in_pieces(search[0], search, symmetric, params, b, eps, idx, _DEFAULT_CHUNK, fallback=fallback):
             out[sub] = value
     return out
 
@@ -771,7 +806,7 @@ def _prune_bound(cfg, symmetric, params, b, eps):
     return families.get(cfg.family).prune_bound(*_noise_and_params(cfg, params), b, eps, symmetric)
 
 
-_prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours)
+_prune_bound_jit = ExportedJit(_parallel.over_lanes(_prune_bound), portable=_ours, options=_compile_options)
 
 
 def _prune_bounds(cfg, symmetric, params, b, eps, cap, step):
@@ -813,7 +848,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     each new pair count, and their memory stays bounded.
     """
     fam = families.get(family)
-    cfg = _Config(level, noise, "bisection", 0.0, family, mesh=mesh)
+    cfg = _Config(level, noise, "bisection", 0.0, family, mesh=mesh, quick=search is not None and search.quick)
     step = _parallel.granule(mesh)
     scale = np.asarray(scale, np.float64)
     n_lanes = params[0].shape[0]
@@ -1226,8 +1261,9 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
             _calibration_bar(per_lane.size, "theorem")(per_lane.size)
         converged, iterations, solver_name = True, 0, "closed form"
     else:
+        quick = _compile_for_latency(family, kernel, level, params[0].shape[0], mesh)
         cfg = _Config(level, noise_key, solver, float(rtol), family.name,
-                      pure=pure_ok and (pure or not _validate.is_concrete(delta)), mesh=mesh)
+                      pure=pure_ok and (pure or not _validate.is_concrete(delta)), mesh=mesh, quick=quick)
         per_lane, converged, iterations = _chunked_root(cfg, params, lane_eps, lane_delta, max_iter, pairs.symmetric, chunk_size, progress)
         if converged is False:
             warnings.warn(
@@ -1247,7 +1283,8 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     # the certificate runs the search program of the certified level: this call's own, or the one
     # an exact-level call with these options compiles (a coupling-level call, then an exact-level
     # call, compile the exact evaluator once, not twice)
-    search = cfg if certified == level else _Config("exact", noise_key, solver, float(rtol), family.name, mesh=mesh)
+    search = cfg if certified == level else _Config("exact", noise_key, solver, float(rtol), family.name, mesh=mesh,
+                                                    quick=_compile_for_latency(family, kernel, "exact", params[0].shape[0], mesh))
     return _Run(pairs, family, params, lane_eps, per_lane, sweep, eps, delta, level, noise_key, kernel.with_shape(shape) if shape else noise_key, certified, converged, iterations, solver_name, mesh,
                 search if certified != "theorem" else None, chunk_size)
 

@@ -202,7 +202,7 @@ def test_a_gradient_after_a_call_reuses_its_search_program(level):
     pairs = jp.PairSet(jp.Gaussian([0.0, 0.0], [1.0, 1.0]), jp.Gaussian([1.0, 0.5], [2.0, 3.0]))
     scale = lambda eps: jp.calibrate(pairs, eps, 1e-6, level=level).scale  # noqa: E731
     program = calibration._search_run_jit
-    variants = lambda: program._jit._cache_size() + sum(call._cache_size() for call, _ in program._calls.values() if call is not None)  # noqa: E731
+    variants = program.compiled_variants
     plain = float(scale(1.0))
     before, jvps = variants(), calibration._slopes._cache_size()
     slope = float(jax.grad(scale)(1.0))
@@ -226,7 +226,7 @@ def test_delta_exact_at_a_calibrations_scales_runs_its_search_program(monkeypatc
     atoms = jp.PairSet(jp.Discrete([[0.0, 1.0, 2.0]] * 2, [[0.2, 0.5, 0.3], [0.6, 0.2, 0.2]]), jp.Discrete([[0.0, 1.0, 2.0]] * 2, [[0.3, 0.3, 0.4], [0.1, 0.1, 0.8]]))
     mixtures = jp.PairSet(jp.GaussianMixture([0.5, 0.5], [-1.0, 1.0], [0.5, 1.0]), jp.GaussianMixture([0.3, 0.7], [0.0, 2.0], [1.0, 0.7]))
     program = calibration._search_run_jit
-    variants = lambda: program._jit._cache_size() + sum(call._cache_size() for call, _ in program._calls.values() if call is not None)  # noqa: E731
+    variants = program.compiled_variants
 
     def refuse(*args, **kwargs):
         raise AssertionError("the evaluator's own program ran")
@@ -284,6 +284,39 @@ def test_gradients_in_different_inputs_share_one_implicit_tangent_program():
         jax.monitoring.unregister_event_duration_listener(listener)
     assert compiled and not [name for name in compiled if "_implicit_tangent" in name], compiled  # its small helpers do compile
     assert by_s == pytest.approx((float(scale(1.0, 0.7 + 1e-5)) - float(scale(1.0, 0.7 - 1e-5))) / 2e-5, rel=1e-4)
+
+
+def test_small_calls_of_cheap_evaluators_compile_for_latency(monkeypatch):
+    """A search of at most 64 lanes on the CPU whose family runs cheaply unoptimised compiles with
+    LLVM unoptimised (``calibration._compile_for_latency``; 3 Gaussian pairs, exact level, Laplace:
+    a fresh process 17.1 -> 13.0 CPU-s), any other with XLA's defaults: a larger call, GG noise on
+    Gaussian priors (its quadrature ran 5x slower so), Gaussian noise on atoms. Both programs
+    certify their own scales: the same 3 pairs searched with XLA's defaults (``_QUICK_LANES`` 0)
+    give scales within the search's rtol, each δ(b) ≤ target by the other program's evaluation too."""
+    from jaxpuffer import families
+    from jaxpuffer.noise import GeneralizedGaussian, kernels
+
+    gaussian, discrete, mixture = (families.get(name) for name in ("gaussian", "discrete", "mixture"))
+    laplace, normal = kernels.resolve("laplace"), kernels.resolve("gaussian")
+    rule = calibration._compile_for_latency
+    assert rule(gaussian, laplace, "exact", 64, None) and rule(gaussian, normal, "coupling", 3, None)
+    assert rule(discrete, laplace, "exact", 3, None) and rule(mixture, laplace, "exact", 3, None)
+    assert not rule(gaussian, laplace, "exact", 65, None)
+    assert not rule(gaussian, GeneralizedGaussian(3.0), "exact", 3, None)
+    assert not rule(discrete, normal, "exact", 3, None) and not rule(mixture, normal, "exact", 3, None)
+    assert calibration._compile_options(calibration._Config("exact", "laplace", "optax", 1e-10, quick=True)) == {"xla_backend_optimization_level": 0}
+    pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 2.0], [1.0, 1.0, 1.0]), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 1.0]))
+    quick = jp.calibrate(pairs, 1.0, 1e-6, level="exact")
+    monkeypatch.setattr(calibration, "_QUICK_LANES", 0)
+    program = calibration._search_run_jit
+    before = program.compiled_variants()
+    full = jp.calibrate(pairs, 1.0, 1e-6, level="exact")
+    assert program.compiled_variants() > before  # a program of its own
+    a, b = np.asarray(quick.per_pair), np.asarray(full.per_pair)
+    assert np.all(np.abs(a - b) <= 1e-10 * b), a / b - 1  # the search's rtol (measured: 8e-16)
+    for result in (quick, full):
+        assert result.converged and result.delta_achieved <= 1e-6
+    assert float(jnp.max(jp.delta_exact(pairs, quick.per_pair, 1.0))) <= 1e-6  # (by the defaults' program, as _QUICK_LANES is 0)
 
 
 def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path, monkeypatch):

@@ -39,6 +39,9 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   nested certified quadrature, :mod:`jaxpuffer.losses_convolved`): :func:`exact_by_default` is False for them, so
   ``calibrate`` defaults to the coupling level and certifies with it, and an exact-level search
   compacts as for ``costly_exact``;
+* optionally ``quick_to_run(level, kernel)`` — whether its evaluator runs cheaply even compiled
+  without optimisation (LLVM -O0: 3–5x slower, 20–25 % less compile), so that a call of a few
+  pairs compiles for latency (:func:`quick_to_run`);
 * ``prune_bound(noise, params, b, eps, symmetric)`` — a cheap per-pair upper bound on the exact δ
   that orders the certificate's scan, or None (then ``exact_is_cheap(noise, zero)`` says whether
   the exact δ of every pair, at scale 0 where ``zero``, is evaluated in one batch).
@@ -100,6 +103,14 @@ def costly_exact(family, kernel) -> bool:
     """Whether an exact-level search for ``family`` under ``kernel`` compacts its unfinished pairs
     after every evaluation (``costly_exact``, or an opt-in exact evaluator)."""
     return family.costly_exact or kernel.name in family.opt_in_exact
+
+
+def quick_to_run(family, level, kernel) -> bool:
+    """Whether the family's evaluator at ``level`` under ``kernel`` runs cheaply even compiled
+    without optimisation (its optional ``quick_to_run(level, kernel)``; default no), so that a small
+    calibration compiles its programs for latency (:func:`jaxpuffer.calibration._compile_for_latency`)."""
+    own = getattr(family, "quick_to_run", None)
+    return bool(own is not None and own(level, kernel))
 
 
 def delta_and_slope(family, level, noise, params, b, eps, symmetric):

@@ -34,6 +34,11 @@ class GaussianFamily:
     costly_exact = False  # closed forms (Gaussian noise) or a few roots per pair (Laplace)
     opt_in_exact = ("generalized_gaussian",)  # ~0.2 s per pair and evaluation (losses_convolved)
 
+    def quick_to_run(self, level, kernel):
+        """Laplace and Gaussian noise: closed forms and a few roots per pair, cheap unoptimised too
+        (3 pairs, exact level, Laplace: a fresh process 17.1 -> 13.0 CPU-s)."""
+        return kernel.name in ("laplace", "gaussian")
+
     def params(self, pairs, delta, tau):
         pairs = _gaussian_pairs(pairs, "calibrate")
         d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)

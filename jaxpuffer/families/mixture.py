@@ -25,6 +25,11 @@ class MixtureFamily:
     costly_exact = True  # ~1 ms per pair and evaluation (the partition and its piece bounds)
     opt_in_exact = ("generalized_gaussian",)  # ~1–3 s per pair and evaluation (losses_convolved)
 
+    def quick_to_run(self, level, kernel):
+        """Laplace noise (3 pairs of 2-component mixtures, exact level, a fresh process: 34.8 ->
+        24.2 CPU-s; a second call 0.76 -> 0.91 s)."""
+        return kernel.name == "laplace"
+
     def params(self, pairs, delta, tau):
         """The plan minimising Theorem 2's cost at δ (at δ = 1e-30 for a target of 0: any plan's
         bounds hold; this one serves the bracket and the certificate's pruning)."""
