@@ -159,8 +159,10 @@ class ExportedJit:
         return sum(jit._cache_size() for jit in self._jits.values()) + sum(call._cache_size() for call, _ in self._calls.values() if call is not None)
 
     def _jit(self, static, *args):
-        """The plain ``jax.jit(fn, static_argnums=0)``, with ``static``'s compiler options."""
-        options = self._options(static)
+        """The plain ``jax.jit(fn, static_argnums=0)``, with ``static``'s compiler options (none
+        under a caller's transformation, where this jit is nested: JAX takes options only at the top)."""
+        traced = any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(args))
+        options = None if traced else self._options(static)
         key = None if options is None else tuple(sorted(options.items()))
         if key not in self._jits:
             self._jits[key] = jax.jit(self._fn, static_argnums=0, compiler_options=options)

@@ -766,7 +766,7 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | list | None, symmetric, pa
             value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
         elif search is not None:
             calls = [_evaluation_call(s, symmetric, part_b, part, part_eps) for s in (search if isinstance(search, list) else [search])]
-            held = next((call for call in calls if _search_run_jit.holds(*call)), None)
+            held = next((call for call in calls if _search_run_jit.holds(*call)), None) if fallback is not None or len(calls) > 1 else None
             value = fallback(sub) if fallback is not None and held is None else _search_run_jit(*(held or calls[0])).d_last
         else:
             value = _delta_jit(cfg, symmetric, part_b, part, part_eps)

@@ -40,7 +40,7 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   ``calibrate`` defaults to the coupling level and certifies with it, and an exact-level search
   compacts as for ``costly_exact``;
 * optionally ``quick_to_run(level, kernel)`` — whether its evaluator runs cheaply even compiled
-  without optimisation (LLVM -O0: 3–5x slower, 20–25 % less compile), so that a call of a few
+  without optimisation (LLVM -O0: 3–5x slower, 20–30 % less compile), so that a call of a few
   pairs compiles for latency (:func:`quick_to_run`);
 * ``prune_bound(noise, params, b, eps, symmetric)`` — a cheap per-pair upper bound on the exact δ
   that orders the certificate's scan, or None (then ``exact_is_cheap(noise, zero)`` says whether
