@@ -24,7 +24,7 @@ import optax
 _OFF = ("0", "false", "no", "off")
 # XLA options of a program compiled for latency rather than speed: LLVM without optimisation. The
 # exact-level search of 3 Gaussian pairs (Laplace noise) compiles in 6.5 s instead of 8.2 s (a
-# fresh process: 17.1 -> 13.0 CPU-s) and runs 4.4x slower (10^4 pairs: 1.0 -> 4.4 s warm), so
+# fresh process, bench_startup: 18.8 -> 13.1 CPU-s) and runs 4.4x slower (10^4 pairs: 1.0 -> 4.4 s warm), so
 # only small calls of cheap evaluators take it (:func:`jaxpuffer.calibration._compile_for_latency`)
 LATENCY_OPTIONS = {"xla_backend_optimization_level": 0}
 # Every program is written to disk: loading a small one (ms) is faster than compiling it again

@@ -289,7 +289,7 @@ def test_gradients_in_different_inputs_share_one_implicit_tangent_program():
 def test_small_calls_of_cheap_evaluators_compile_for_latency(monkeypatch):
     """A search of at most 64 lanes on the CPU whose family runs cheaply unoptimised compiles with
     LLVM unoptimised (``calibration._compile_for_latency``; 3 Gaussian pairs, exact level, Laplace:
-    a fresh process 17.1 -> 13.0 CPU-s), any other with XLA's defaults: a larger call, GG noise on
+    a fresh process 18.8 -> 13.1 CPU-s), any other with XLA's defaults: a larger call, GG noise on
     Gaussian priors (its quadrature ran 5x slower so), Gaussian noise (atoms: 3x slower; Gaussian
     pairs: its small closed-form program gained less than its warm call lost). Both programs
     certify their own scales: the same 3 pairs searched with XLA's defaults (``_QUICK_LANES`` 0)
