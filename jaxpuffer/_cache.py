@@ -107,13 +107,21 @@ def defined_here(*objects) -> bool:
     return all(isinstance(o, plain) or type(o).__module__.startswith("jaxpuffer.") for o in objects)
 
 
+def default_platform() -> str:
+    """The platform an uncommitted computation runs on: JAX's default device's
+    (``jax.default_device``) where one is set, else its default backend."""
+    default = jax.config.jax_default_device
+    if default is None:
+        return jax.default_backend()
+    return default if isinstance(default, str) else default.platform
+
+
 def _on_default_backend(leaves) -> bool:
     """The call runs on JAX's default backend, the one a program is exported for: no committed
     argument and no default device (``jax.default_device``) elsewhere (a process that calibrates on
     a GPU and checks on its CPU would otherwise load the GPU's program for the CPU)."""
     backend = jax.default_backend()
-    default = jax.config.jax_default_device
-    if default is not None and (default if isinstance(default, str) else default.platform) != backend:
+    if default_platform() != backend:
         return False
     return all(d.platform == backend for leaf in leaves if isinstance(leaf, jax.Array) and leaf.committed for d in leaf.devices())
 

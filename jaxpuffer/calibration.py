@@ -61,7 +61,7 @@ import numpy as np
 import optax
 
 from . import _parallel, _validate, families
-from ._cache import LATENCY_OPTIONS, ExportedJit, defined_here
+from ._cache import LATENCY_OPTIONS, ExportedJit, default_platform, defined_here
 from ._progress import ProgressBar
 from .families.gaussian import theorem_level as _theorem_level
 from .noise import kernels
@@ -544,16 +544,6 @@ def _bisect_from(max_iter: int) -> int:
     return max(max_iter - _BISECT_RESERVE, 0)
 
 
-def _platform(mesh) -> str:
-    """The platform the lanes run on: the mesh's, else JAX's default device's or backend's."""
-    if mesh is not None:
-        return mesh.devices.flat[0].platform
-    default = jax.config.jax_default_device
-    if default is not None:
-        return default if isinstance(default, str) else default.platform
-    return jax.default_backend()
-
-
 def _compile_for_latency(family, kernel, level: str, lanes: int, mesh) -> bool:
     """Whether a search of ``lanes`` lanes compiles its programs for latency
     (:data:`jaxpuffer._cache.LATENCY_OPTIONS`, LLVM unoptimised): a call of at most
@@ -562,7 +552,8 @@ def _compile_for_latency(family, kernel, level: str, lanes: int, mesh) -> bool:
     :func:`jaxpuffer.families.quick_to_run`), where compiling is most of the call. Such a call's
     scales may differ from a larger call's in the last bits (each is verified by its own
     evaluation, rounding allowances included)."""
-    return (lanes <= _QUICK_LANES and _platform(mesh) == "cpu" and _parallel.processes() == 1
+    platform = default_platform() if mesh is None else mesh.devices.flat[0].platform
+    return (lanes <= _QUICK_LANES and platform == "cpu" and _parallel.processes() == 1
             and families.quick_to_run(family, level, kernel))
 
 
@@ -747,16 +738,16 @@ def _evaluation_call(cfg: _Config, symmetric, b, params, eps) -> tuple:
     return cfg, params, eps, np.ones(n), 1, 1, symmetric, state
 
 
-def _deltas_in_pieces(cfg: _Config, search: _Config | list | None, symmetric, params, b, eps, idx, size, zero=False, fallback=None):
+def _deltas_in_pieces(cfg: _Config, searches: list | None, symmetric, params, b, eps, idx, size, zero=False, fallback=None):
     """(lanes, δ per lane) for the lanes ``idx`` of (``params``, ``b``, ``eps``), in batches padded
     as the search pads its own: one batch of :func:`jaxpuffer._parallel.bucket` lanes (at most
     ``size``), or a costly evaluator's pieces (:func:`_costly_pieces`). ``zero``: the lanes are at
-    scale 0 (the priors' own δ); else δ at ``b`` by ``search``'s compiled program
-    (:func:`_evaluation_call`), or by ``cfg``'s δ program where ``search`` is None — or by
-    ``fallback(lanes)`` (δ of those lanes) where that search program is not at hand already
-    (:meth:`ExportedJit.holds`: it compiles for longer than a δ program alone, 12.9–14.4 s against
-    10.3 s for Gaussian pairs under Laplace noise). ``search`` may be a list of configurations:
-    the first whose program is at hand runs (else ``fallback``, else the first)."""
+    scale 0 (the priors' own δ); else δ at ``b`` by the compiled program of a search in
+    ``searches`` (configurations, :func:`_evaluation_call`): the first whose program is at hand
+    where there is a choice to make, else the first — or by ``fallback(lanes)`` (δ of those lanes)
+    where none is at hand already (:meth:`ExportedJit.holds`: a search program compiles for longer
+    than a δ program alone, 12.9–14.4 s against 10.3 s for Gaussian pairs under Laplace noise); by
+    ``cfg``'s δ program where ``searches`` is None."""
     step = _parallel.granule(cfg.mesh)
     pieces = _split(idx, _costly_pieces(idx.size, step)) if _costly_search(cfg) else [(idx, _parallel.bucket(idx.size, size, step))]
     for sub, sub_size in pieces:
@@ -764,8 +755,8 @@ def _deltas_in_pieces(cfg: _Config, search: _Config | list | None, symmetric, pa
         part = tuple(part)
         if zero:
             value = _delta_at_zero_jit(cfg, symmetric, part, part_eps)
-        elif search is not None:
-            calls = [_evaluation_call(s, symmetric, part_b, part, part_eps) for s in (search if isinstance(search, list) else [search])]
+        elif searches is not None:
+            calls = [_evaluation_call(search, symmetric, part_b, part, part_eps) for search in searches]
             held = next((call for call in calls if _search_run_jit.holds(*call)), None) if fallback is not None or len(calls) > 1 else None
             value = fallback(sub) if fallback is not None and held is None else _search_run_jit(*(held or calls[0])).d_last
         else:
@@ -791,12 +782,12 @@ def exact_delta_by_search(family: str, noise, params, b, eps, symmetric, fallbac
     # the program of a calibration of as many lanes, else of a larger one (not compiled for latency)
     mesh = _parallel.resolve_mesh(None)
     quick = _compile_for_latency(families.get(family), kernel, "exact", n, mesh)
-    search = [_Config("exact", kernel.search_key(), _DEFAULT_SOLVER, _DEFAULT_RTOL, family, mesh=mesh, quick=q)
-              for q in dict.fromkeys((quick, False))]
+    searches = [_Config("exact", kernel.search_key(), _DEFAULT_SOLVER, _DEFAULT_RTOL, family, mesh=mesh, quick=q)
+                for q in dict.fromkeys((quick, False))]
     out = np.empty(n)
     for start in range(0, n, _DEFAULT_CHUNK):  # the batches of calibrate's default chunk_size
         idx = np.arange(start, min(start + _DEFAULT_CHUNK, n))
-        for sub, value in _deltas_in_pieces(search[0], search, symmetric, params, b, eps, idx, _DEFAULT_CHUNK, fallback=fallback):
+        for sub, value in _deltas_in_pieces(searches[0], searches, symmetric, params, b, eps, idx, _DEFAULT_CHUNK, fallback=fallback):
             out[sub] = value
     return out
 
@@ -858,7 +849,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     best = np.zeros(scale.size)
 
     def visit(idx, zero, size):
-        for sub, value in _deltas_in_pieces(cfg, search, symmetric, params, b, eps, idx, size, zero):
+        for sub, value in _deltas_in_pieces(cfg, None if search is None else [search], symmetric, params, b, eps, idx, size, zero):
             np.maximum.at(best, group[sub], value)
 
     cap = n_lanes if batch is None else batch
