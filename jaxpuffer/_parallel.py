@@ -88,7 +88,17 @@ def pad_take(arrays, idx: np.ndarray, size: int):
     """Gather ``idx`` from each array, padded to ``size`` by repeating the first index (scalars,
     such as one ε for every pair, are shared as they are)."""
     padded = pad_index(idx, size)
-    return tuple(a if jnp.ndim(a) == 0 else a[padded] for a in arrays)
+    return tuple(a if jnp.ndim(a) == 0 else _take(a, padded) for a in arrays)
+
+
+def _take(a, index: np.ndarray):
+    """``a[index]``: on the host where ``a`` is a concrete array in this process's CPU memory (no
+    gather compiled for each new shape: a cold call's chunks compiled nine small programs each),
+    else by JAX (traced, or on an accelerator, where a copy to the host would cost more)."""
+    on_cpu = isinstance(a, np.ndarray) or (
+        isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) and a.is_fully_addressable and all(d.platform == "cpu" for d in a.devices())
+    )
+    return jax.device_put(np.asarray(a)[index]) if on_cpu else a[index]
 
 
 def over_lanes(fn):

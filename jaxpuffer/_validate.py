@@ -39,7 +39,10 @@ def float_array(name: str, value) -> jax.Array:
         # one support array are seen to share it under jax.grad too (pairs.align_discrete); a
         # weakly typed one is converted (made strong), as any other input
         same = isinstance(value, jax.Array) and value.dtype == jnp.float64 and not value.aval.weak_type
-        arr = value if same else jnp.asarray(value, dtype=jnp.float64)
+        host = None if isinstance(value, jax.Array) else _real_on_host(value)
+        # (host values are converted by numpy and put on the device as they are: jnp.asarray
+        # compiles a program for every new shape and dtype)
+        arr = value if same else jax.device_put(host) if host is not None else jnp.asarray(value, dtype=jnp.float64)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real number or array; got {value!r}") from None
     if is_concrete(arr):
@@ -49,6 +52,17 @@ def float_array(name: str, value) -> jax.Array:
             where = "" if host.size == 1 else f" in an array of shape {host.shape}"
             raise ValueError(f"{name} must be finite; got {bad!r}{where}")
     return arr
+
+
+def _real_on_host(value):
+    """``value`` (a Python number, a sequence of them, a numpy array) as a float64 numpy array, or
+    None where numpy cannot take it as real numbers (complex values, tracers in a list, ...): the
+    caller then converts it with JAX, which raises or traces as it does."""
+    try:
+        host = np.asarray(value)
+    except Exception:  # (a tracer inside a list: JAX's own conversion error, raised by JAX below)
+        return None
+    return host.astype(np.float64) if host.dtype.kind in "biuf" else None
 
 
 def _check(name: str, arr, ok, requirement: str) -> None:

@@ -535,7 +535,8 @@ def _search_result(state: _SearchState, rtol: float):
     bound for Laplace noise only)."""
     zero_ok = state.done & (state.it == 0)
     closed = state.hi_ok & ((state.log_hi - state.log_lo) <= math.log1p(rtol))
-    b = jnp.where(zero_ok, 0.0, state.b_hi)
+    where = np.where if isinstance(state.b_hi, np.ndarray) else jnp.where  # (a state on the host stays there)
+    b = where(zero_ok, 0.0, state.b_hi)
     return b, zero_ok | (state.done & closed), state.it
 
 
@@ -845,7 +846,7 @@ def _max_exact_delta(family, params, scale, eps, noise, symmetric, chunk: int = 
     n_lanes = params[0].shape[0]
     group = np.arange(n_lanes) // (n_lanes // scale.size)
     lane_scale = scale.reshape(-1)[group]
-    b = jnp.asarray(lane_scale)
+    b = jax.device_put(lane_scale)
     best = np.zeros(scale.size)
 
     def visit(idx, zero, size):
@@ -992,7 +993,7 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
             b, conv, iters = _solve_concrete(cfg, take, take_eps, take_target, max_iter, symmetric)
             converged = converged and bool(conv[: idx.size].all())
             iterations = max(iterations, int(iters[: idx.size].max()))
-            parts.append(jnp.asarray(b[: idx.size]))
+            parts.append(jax.device_put(b[: idx.size]))
         else:
             parts.append(_root(cfg, take, take_eps, take_target, max_iter, symmetric)[: idx.size])
         if report:
@@ -1002,14 +1003,25 @@ def _chunked_root(cfg, params, eps, target, max_iter, symmetric, chunk_size, pro
     return (parts[0] if len(parts) == 1 else jnp.concatenate(parts)), converged, iterations
 
 
-@partial(jax.jit, static_argnames=("floor", "allow_zero"))
-def _poison_invalid(lanes, eps, delta, per_lane, shape_ok, floor, allow_zero):
-    """Per-lane scales with NaN where the inputs are invalid: under a transformation they cannot be
-    refused, and their answer must be unusable, never a number (the max over pairs propagates the
-    NaN). ``per_lane`` is (sweep points, pairs); ``shape_ok``: the kernel's shape parameters are
-    valid; ``allow_zero``: δ = 0 is valid (pure ε is searched)."""
+def _poisoned(lanes, eps, delta, per_lane, shape_ok, floor, allow_zero, points):
+    """Per-lane scales as (sweep points, pairs), with NaN where the inputs are invalid: under a
+    transformation they cannot be refused, and their answer must be unusable, never a number (the
+    max over pairs propagates the NaN). ``shape_ok``: the kernel's shape parameters are valid;
+    ``allow_zero``: δ = 0 is valid (pure ε is searched)."""
+    per_lane = per_lane.reshape(points, -1)
     valid = (lanes.first.ok() & lanes.second.ok()).reshape(-1) & _validate.eps_ok(eps) & _validate.delta_ok(delta, floor, allow_zero) & shape_ok
     return _validate.poison(jnp.broadcast_to(valid, (per_lane.size,)).reshape(per_lane.shape), per_lane)
+
+
+_poison_invalid = jax.jit(_poisoned, static_argnames=("floor", "allow_zero", "points"))
+
+
+@partial(jax.jit, static_argnames=("family", "tau", "floor", "allow_zero", "points"))
+def _theorem_lanes(lanes, params, eps, delta, shape_ok, family, tau, floor, allow_zero, points):
+    """The theorem level: the family's closed form per lane, invalid lanes NaN (:func:`_poisoned`),
+    one compiled program (op by op, a cold call compiled one per operation: 3 mixture pairs, 26)."""
+    per_lane = families.get(family).theorem(params, eps, delta, tau)
+    return _poisoned(lanes, eps, delta, per_lane, shape_ok, floor, allow_zero, points)
 
 
 def _refuse_pure(family, kernel, noise_key, params, lane_eps, lane_delta, pairs):
@@ -1219,7 +1231,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
     delta = _validate.delta(delta, allow_zero=True)
     sweep = _validate.broadcast_shapes(eps=eps.shape, delta=delta.shape)
     floor = DELTA_FLOOR if level == "exact" else 0.0
-    pure = _validate.is_concrete(delta) and bool(jnp.any(delta == 0))
+    pure = _validate.is_concrete(delta) and bool(np.any(np.asarray(delta) == 0))
     if pure and level != "exact":
         raise ValueError(
             f"delta=0 (pure ε) is calibrated at level 'exact' only: the other levels' bounds stay positive at every scale for priors "
@@ -1231,7 +1243,7 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
             "from above with an allowance for the far tails (~1e-33), so it cannot prove δ = 0. "
             f"Use delta={DELTA_FLOOR:g} (the smallest target it certifies)."
         )
-    smallest = float(jnp.min(jnp.where(delta > 0, delta, jnp.inf))) if _validate.is_concrete(delta) else math.inf
+    smallest = float(np.min(np.where(np.asarray(delta) > 0, delta, np.inf))) if _validate.is_concrete(delta) else math.inf
     if smallest < floor:
         raise ValueError(
             f"delta must be 0 or >= {DELTA_FLOOR:g} at level 'exact' (the smallest δ its evaluators certify); got {smallest!r}. "
@@ -1247,7 +1259,8 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
 
     cfg = None
     if level == "theorem":
-        per_lane = family.theorem(lanes, params, lane_eps, lane_delta, tau)
+        per_lane = _theorem_lanes(lanes, params, lane_eps, lane_delta, kernel.shape_ok(), family=family.name, tau=tau, floor=floor,
+                                  allow_zero=pure_ok or pure, points=points)
         if progress:  # one vectorized closed form: done at once
             _calibration_bar(per_lane.size, "theorem")(per_lane.size)
         converged, iterations, solver_name = True, 0, "closed form"
@@ -1265,9 +1278,9 @@ def _search_lanes(pairs, eps, delta, noise, level, solver, tau, rtol, max_iter, 
                 stacklevel=3,
             )
         solver_name = solver
-    per_lane = _poison_invalid(lanes, lane_eps, lane_delta, per_lane.reshape(points, -1), kernel.shape_ok(), floor=floor, allow_zero=pure_ok or pure)
+        per_lane = _poison_invalid(lanes, lane_eps, lane_delta, per_lane, kernel.shape_ok(), floor=floor, allow_zero=pure_ok or pure, points=points)
     # the level whose δ certifies the scale: the level's own, or the tightest the kernel has; a
-    # theorem with no inverse (discrete priors) is certified exactly
+    # theorem with no inverse (a family whose theorem_delta is None) is certified exactly
     certified = level if certify == "level" or not families.has_exact(family, kernel) else "exact"
     if certified == "theorem" and family.theorem_delta is None:
         certified = "exact"
@@ -1305,33 +1318,36 @@ def _conclude(run: _Run) -> Calibration:
         batch_shape = (per_lane.shape[1] // math.prod(batch_shape[1:]),) + batch_shape[1:]
         every_converged, every_iterations = _parallel.gather_tree((np.bool_(converged), np.int64(iterations)))
         converged, iterations = bool(every_converged.all()), int(every_iterations.max())
-    scale = jnp.max(per_lane, axis=1)
+    # concrete values are reduced and checked on the host (each eager JAX operation on a new shape
+    # compiles a program of its own: ~20 ms apiece, most of a cold theorem-level call)
+    scale = np.max(np.asarray(per_lane), axis=1) if _validate.is_concrete(per_lane) else jnp.max(per_lane, axis=1)
     # (a search that did not converge leaves NaN where it verified no scale, and has said so)
-    if converged is not False and _validate.is_concrete(scale) and bool(jnp.any(jnp.isnan(scale))):
+    if converged is not False and _validate.is_concrete(scale) and bool(np.any(np.isnan(scale))):
         raise ValueError("the calibrated scale is NaN: an input is invalid (a prior built around its validation?)")
-    if _validate.is_concrete(scale) and bool(jnp.any(scale > _validate.RESULT_MAX)):
+    if _validate.is_concrete(scale) and bool(np.any(scale > _validate.RESULT_MAX)):
         raise ValueError(
-            f"the calibrated scale {float(jnp.max(scale))!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
+            f"the calibrated scale {float(np.max(scale))!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
             "eps is too small for these priors"
         )
-    per_pair, scale = per_lane.reshape(sweep + batch_shape), scale.reshape(sweep)
+    per_pair = jax.device_put(np.asarray(per_lane).reshape(sweep + batch_shape)) if _validate.is_concrete(per_lane) else per_lane.reshape(sweep + batch_shape)
+    scale = scale.reshape(sweep)
     achieved = None  # under a transformation the certificate is not computed
     points = per_lane.shape[0]
     if all(_validate.is_concrete(v) for v in (scale, *run.params, run.lane_eps)):
         if run.certified == "theorem":
-            lane_scale = jnp.repeat(scale.reshape(-1), run.per_lane.shape[1])
-            achieved = _theorem_certificate(run.params, lane_scale, run.lane_eps, family=run.family.name, points=points).reshape(sweep)
+            lane_scale = np.repeat(scale.reshape(-1), run.per_lane.shape[1])
+            achieved = np.asarray(_theorem_certificate(run.params, lane_scale, run.lane_eps, family=run.family.name, points=points)).reshape(sweep)
         else:
             achieved = _max_exact_delta(run.family.name, run.params, scale, run.lane_eps, run.noise_key, run.pairs.symmetric,
                                         level=run.certified, mesh=run.mesh, search=run.search, batch=run.chunk_size)
         if across:
             achieved = _parallel.gather_tree(np.asarray(achieved)).max(axis=0)
-        achieved = jnp.where(jnp.isnan(scale), jnp.nan, achieved)  # (no scale verified: nothing to certify)
+        achieved = np.where(np.isnan(scale), np.nan, np.asarray(achieved))  # (no scale verified: nothing to certify)
     binding = _binding(per_lane, batch_shape, sweep)
     concrete = all(_validate.is_concrete(v) for v in (scale, run.eps, run.delta))
     binding_pair = None
     if concrete and _validate.is_concrete(per_pair):
-        binding_pair = _binding_pair_across(run, local_binding) if across else run.pairs[binding]
+        binding_pair = _binding_pair_across(run, local_binding) if across else _pairs_at(run.pairs, binding)
 
     def readable(value):  # what a person reads: a float, or a numpy array of the sweep's shape
         if not concrete:
@@ -1355,6 +1371,12 @@ def _conclude(run: _Run) -> Calibration:
     )
 
 
+def _pairs_at(pairs: PairSet, index) -> PairSet:
+    """``pairs[index]`` (``index`` a tuple over the batch axes, as :func:`_binding` gives), taken on
+    the host from concrete pairs: no gather compiled for each new shape."""
+    return jax.tree_util.tree_map(lambda leaf: jax.device_put(np.asarray(leaf)[index]), pairs)
+
+
 def _binding_pair_across(run: _Run, local_binding) -> PairSet:
     """The binding pair of every sweep point when the pairs are split over processes: each process
     sends its own binding pair and its max; the first process holding the global max owns the
@@ -1373,10 +1395,17 @@ def _sweep_lanes(pairs, eps, delta, sweep):
     (ε, δ) and a sweep. Memory: n·S lanes of the family's per-pair parameters; the search runs
     them ``chunk_size`` at a time."""
     full = sweep + pairs.batch_shape
-    lanes = PairSet.tree_unflatten(pairs.symmetric, tuple(p.broadcast_to(full).reshape(-1) for p in (pairs.first, pairs.second)))
+    if all(map(_validate.is_concrete, jax.tree_util.tree_leaves(pairs))):  # (on the host: no program compiled per shape)
+        rank = len(pairs.batch_shape)
+        lanes = jax.tree_util.tree_map(
+            lambda a: jax.device_put(np.broadcast_to(a, full + a.shape[rank:]).reshape((-1,) + a.shape[rank:])), pairs)
+    else:
+        lanes = PairSet.tree_unflatten(pairs.symmetric, tuple(p.broadcast_to(full).reshape(-1) for p in (pairs.first, pairs.second)))
 
     def per_lane(v):
-        return jnp.broadcast_to(jnp.broadcast_to(v, sweep).reshape(sweep + (1,) * len(pairs.batch_shape)), full).reshape(-1)
+        xp = np if _validate.is_concrete(v) else jnp  # (concrete: laid out on the host, no program compiled per shape)
+        lane = xp.broadcast_to(xp.broadcast_to(v, sweep).reshape(sweep + (1,) * len(pairs.batch_shape)), full).reshape(-1)
+        return jax.device_put(lane) if xp is np else lane
 
     return lanes, per_lane(eps), per_lane(delta)
 
@@ -1386,8 +1415,8 @@ def _binding(per_lane, batch_shape, sweep) -> tuple:
     arrays of the sweep's shape for a sweep; JAX arrays when traced."""
     if not batch_shape:
         return ()
-    flat = jnp.argmax(per_lane, axis=1)
-    concrete = _validate.is_concrete(flat)
+    concrete = _validate.is_concrete(per_lane)
+    flat = np.argmax(np.asarray(per_lane), axis=1) if concrete else jnp.argmax(per_lane, axis=1)
     index = np.unravel_index(np.asarray(flat), batch_shape) if concrete else jnp.unravel_index(flat, batch_shape)
     if sweep:
         return tuple(i.reshape(sweep) for i in index)

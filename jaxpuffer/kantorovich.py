@@ -87,6 +87,13 @@ def theorem1(pairs: PairSet, eps, *, metric="l1", eta_inverse=None, atol: float 
     eps = _validate.epsilon(eps)
     eta_inverse = _eta_inverse(eta_inverse)
     spread = sensitivity(*_arrays(pairs, "kantorovich.theorem1", atol), metric=metric)
+    return theorem1_scale(spread, eps, eta_inverse)
+
+
+@partial(jax.jit, static_argnames="eta_inverse")
+def theorem1_scale(spread, eps, eta_inverse=_laplace_eta_inverse):
+    """θ = η⁻¹(ε / Δ) rounded up (θ = 0 where Δ = 0), per pair, from the sensitivity Δ_π* (no
+    validation; one compiled program, not one per operation)."""
     return _scale_from_eta(_eta_theorem1(eps, spread), eta_inverse)
 
 

@@ -191,7 +191,8 @@ class Discrete(_TrailingAxisPrior):
     def padded(self, atoms: int) -> "Discrete":
         """The same pmf with atoms of probability 0 appended at its last point (the support stays
         sorted; a zero-width segment and a zero-mass atom change no δ, coupling or mgf here)."""
-        return self._appended("atoms", atoms, (self.support[..., -1:], 0.0))
+        fill = self.support[..., -1:] if atoms > self.num_atoms else 0.0  # (sliced only where it is used)
+        return self._appended("atoms", atoms, (fill, 0.0))
 
     def bucketed(self) -> "Discrete":
         """:meth:`padded` to the width the evaluators compile for (:func:`atom_bucket`)."""

@@ -9,7 +9,9 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   every kernel with an exact level: closed forms where they exist, certified enclosures for the
   others, :mod:`jaxpuffer.losses_enclosure`, :mod:`jaxpuffer.losses_convolved`);
 * ``params(pairs, delta, tau)`` — the flat per-pair parameter tuple (validating ``pairs``);
-* ``theorem(pairs, params, eps, delta, tau)`` — the closed-form level, per pair;
+* ``theorem(params, eps, delta, tau)`` — the closed-form level, per pair, from the parameters
+  alone (traceable: :func:`jaxpuffer.calibration._theorem_lanes` compiles it with the validity
+  mask as one program, where op-by-op it compiled a program per operation);
 * ``theorem_delta(params, b, eps)`` — the δ that closed form certifies at scale b, per pair (its
   inverse: ≤ δ at the theorem's own scale, ≥ the exact δ); the attribute is None where the
   theorem has no inverse (the theorem level's certificate is then the exact δ);
@@ -68,7 +70,7 @@ class PriorFamily(Protocol):
     opt_in_exact: tuple
 
     def params(self, pairs, delta, tau) -> tuple: ...
-    def theorem(self, pairs, params, eps, delta, tau): ...
+    def theorem(self, params, eps, delta, tau): ...
     def theorem_delta(self, params, b, eps): ...
     def delta(self, level, noise, params, b, eps, symmetric): ...
     def delta_at_zero(self, level, noise, params, eps, symmetric): ...

@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 
 from .. import kantorovich
+from ..couplings import DEFAULT_ATOL
 from ..kantorovich import THEOREM3_CONSTANTS
 from ..losses_discrete import discrete_delta
 from ..pairs import discrete_arrays
@@ -31,13 +32,19 @@ class DiscreteFamily:
         """(x, p_i, p_j) as (pairs, atoms) (:func:`jaxpuffer.pairs.discrete_arrays`)."""
         return tuple(a.reshape(-1, a.shape[-1]) for a in discrete_arrays(pairs))
 
-    def theorem(self, pairs, params, eps, delta, tau):
-        """The Kantorovich paper's Theorem 1 (Laplace, b = Δ_π*/ε)."""
-        return kantorovich.theorem1(pairs, eps).reshape(-1)
+    def theorem(self, params, eps, delta, tau):
+        """The Kantorovich paper's Theorem 1 (Laplace, b = Δ_π*/ε, :func:`jaxpuffer.kantorovich.theorem1`
+        on the aligned, padded alphabet: a padded atom has no mass, so no cell of π* above the
+        support tolerance, and Δ_π* is unchanged)."""
+        return kantorovich.theorem1_scale(kantorovich.sensitivity(*params, DEFAULT_ATOL), eps)
 
-    # Theorem 1 is pure ε on a plan whose support is decided with a tolerance: no inverse to
-    # certify with; the theorem level's certificate is the exact δ.
-    theorem_delta = None
+    def theorem_delta(self, params, b, eps):
+        """Theorem 1's own δ at scale b: the coupling bound of π*, Σ π*(x, x') h_b(|x − x'|) (its
+        proof, eq. (10): h_b = 0 where |x − x'| ≤ εb), ≥ the exact δ; the cells of mass below the
+        support tolerance, which Δ_π* leaves out, count here (at Theorem 1's own scale the bound is
+        their mass moved beyond εb, 0 where there is none). Order-symmetric (π* of the swapped pair is
+        the transpose), so it certifies symmetric pair sets too."""
+        return discrete_delta("coupling", "laplace", *params, b, eps, False)
 
     def delta(self, level, noise, params, b, eps, symmetric):
         return discrete_delta(level, noise, *params, b, eps, symmetric)

@@ -5,7 +5,9 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from .._validate import is_concrete
 from ..bounds import _gaussian_pairs, pure_scale, theorem1_scale
 from ..losses import pair_delta, pair_delta_and_slope, prior_delta, theorem_delta
 from ..priors import Gaussian
@@ -42,10 +44,13 @@ class GaussianFamily:
 
     def params(self, pairs, delta, tau):
         pairs = _gaussian_pairs(pairs, "calibrate")
-        d_mu = (pairs.first.mean - pairs.second.mean).reshape(-1)
-        return d_mu, pairs.first.std.reshape(-1), pairs.second.std.reshape(-1)
+        fields = (pairs.first.mean, pairs.second.mean, pairs.first.std, pairs.second.std)
+        if all(map(is_concrete, fields)):  # on the host, as exactly, with no program compiled per shape
+            m_i, m_j, s_i, s_j = (np.asarray(a).reshape(-1) for a in fields)
+            return tuple(jax.device_put(a) for a in (m_i - m_j, s_i, s_j))
+        return (fields[0] - fields[1]).reshape(-1), fields[2].reshape(-1), fields[3].reshape(-1)
 
-    def theorem(self, pairs, params, eps, delta, tau):
+    def theorem(self, params, eps, delta, tau):
         return theorem_level(params[0], params[1] - params[2], eps, delta, tau)[0]
 
     def theorem_delta(self, params, b, eps):

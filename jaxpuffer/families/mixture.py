@@ -2,17 +2,29 @@
 this δ, then both mixtures (:func:`jaxpuffer.losses_mixture.mixture_params`; MATH.md §3)."""
 from __future__ import annotations
 
+from functools import partial
+
+import jax
 import jax.numpy as jnp
 
-from ..bounds import mixture_theorem_scale, theorem1_scale, theorem2
+from ..bounds import mixture_theorem_scale, theorem1_scale
 from ..couplings import gmm_coupling
 from ..losses import theorem_delta
 from ..losses_mixture import mixture_delta, mixture_delta_and_slope, mixture_delta_at_zero, mixture_params
+from ..pairs import require_pairs
 from ..priors import GaussianMixture, log_mgf
 from ..tau import tau_star_unchecked
 from . import register
 
 _PURE_START = 1e-30  # the δ whose Theorem 2 scale starts the bracket for a target of 0
+
+
+@partial(jax.jit, static_argnames="tau")
+def _plan_params(pairs, delta, tau):
+    """:meth:`MixtureFamily.params` on validated pairs and δ, one compiled program (op by op, a
+    cold call compiled a dozen small ones beside the LP)."""
+    delta = jnp.where(delta > 0, delta, _PURE_START)
+    return mixture_params(pairs, gmm_coupling(pairs, cost="bound", delta=delta, tau=tau))
 
 
 class MixtureFamily:
@@ -33,12 +45,15 @@ class MixtureFamily:
     def params(self, pairs, delta, tau):
         """The plan minimising Theorem 2's cost at δ (at δ = 1e-30 for a target of 0: any plan's
         bounds hold; this one serves the bracket and the certificate's pruning)."""
-        delta = jnp.where(jnp.asarray(delta) > 0, delta, _PURE_START)
-        return mixture_params(pairs, gmm_coupling(pairs, cost="bound", delta=delta, tau=tau))
+        return _plan_params(require_pairs(pairs, GaussianMixture, "calibrate"), jnp.asarray(delta), tau)
 
-    def theorem(self, pairs, params, eps, delta, tau):
-        """Theorem 2 in its valid (max) form."""
-        return theorem2(pairs, eps, delta, coupling="bound", form="max", tau=tau).reshape(-1)
+    def theorem(self, params, eps, delta, tau):
+        """Theorem 2 in its valid (max) form on the plan of :meth:`params` — the plan
+        :func:`jaxpuffer.theorem2` solves for (``coupling="bound"``: the LP on the costs
+        |Δμ_ml| + τ*(δ)|Δσ_ml|, at the same δ), so the same scale, without solving the LP again."""
+        w, d_mu, d_sigma = params[:3]
+        cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(jnp.asarray(delta)[..., None, None], tau))
+        return mixture_theorem_scale(w, cost, eps, "max")
 
     def theorem_delta(self, params, b, eps):
         """Theorem 2 inverted on the same plan: Σ_kl w_kl δ_kl(b), δ_kl Theorem 1's δ for the
