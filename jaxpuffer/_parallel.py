@@ -88,10 +88,10 @@ def pad_take(arrays, idx: np.ndarray, size: int):
     """Gather ``idx`` from each array, padded to ``size`` by repeating the first index (scalars,
     such as one ε for every pair, are shared as they are)."""
     padded = pad_index(idx, size)
-    return tuple(a if jnp.ndim(a) == 0 else _take(a, padded) for a in arrays)
+    return tuple(a if jnp.ndim(a) == 0 else take_lanes(a, padded) for a in arrays)
 
 
-def _take(a, index: np.ndarray):
+def take_lanes(a, index: np.ndarray):
     """``a[index]``: on the host where ``a`` is a concrete array in this process's CPU memory (no
     gather compiled for each new shape: a cold call's chunks compiled nine small programs each),
     else by JAX (traced, or on an accelerator, where a copy to the host would cost more)."""

@@ -1124,8 +1124,9 @@ def calibrate(
       certify: what ``delta_achieved`` reports. ``"exact"``: the exact δ at the scale (the
         tightest; it compiles the exact evaluator, tens of CPU seconds on a first call);
         ``"level"``: the δ of the level that produced the scale (for ``"theorem"`` its closed form
-        inverted, a few microseconds — where the family's theorem has no inverse, discrete priors,
-        the exact δ). Default: ``"level"`` at the theorem level, whose closed form already proves
+        inverted, a few microseconds: Theorem 1's 2Q((εb − |Δμ|)/|Δσ|), Theorem 2's sum over its
+        plan, and for discrete priors the coupling bound of π* that proves Kantorovich Theorem 1).
+        Default: ``"level"`` at the theorem level, whose closed form already proves
         δ ≤ target, and ``"exact"`` at the numerical levels. ``Calibration.certificate`` says which.
       devices: where the pairs are searched (:mod:`jaxpuffer._parallel`): None for every device of
         this process, a sequence of devices, or a ``jax.sharding.Mesh``; the pair axis (every lane
@@ -1314,23 +1315,26 @@ def _conclude(run: _Run) -> Calibration:
     across = _parallel.processes() > 1
     if across:
         local_binding = _binding(per_lane, batch_shape, sweep)
-        per_lane = jnp.asarray(_parallel.gather_rows(np.asarray(per_lane)))
+        per_lane = _parallel.gather_rows(np.asarray(per_lane))
         batch_shape = (per_lane.shape[1] // math.prod(batch_shape[1:]),) + batch_shape[1:]
         every_converged, every_iterations = _parallel.gather_tree((np.bool_(converged), np.int64(iterations)))
         converged, iterations = bool(every_converged.all()), int(every_iterations.max())
     # concrete values are reduced and checked on the host (each eager JAX operation on a new shape
     # compiles a program of its own: ~20 ms apiece, most of a cold theorem-level call)
-    scale = np.max(np.asarray(per_lane), axis=1) if _validate.is_concrete(per_lane) else jnp.max(per_lane, axis=1)
+    on_host = _validate.is_concrete(per_lane)
+    per_lane = np.asarray(per_lane) if on_host else per_lane
+    xp = np if on_host else jnp
+    scale = xp.max(per_lane, axis=1)
     # (a search that did not converge leaves NaN where it verified no scale, and has said so)
-    if converged is not False and _validate.is_concrete(scale) and bool(np.any(np.isnan(scale))):
+    if converged is not False and on_host and bool(np.any(np.isnan(scale))):
         raise ValueError("the calibrated scale is NaN: an input is invalid (a prior built around its validation?)")
-    if _validate.is_concrete(scale) and bool(np.any(scale > _validate.RESULT_MAX)):
+    if on_host and bool(np.any(scale > _validate.RESULT_MAX)):
         raise ValueError(
             f"the calibrated scale {float(np.max(scale))!r} is beyond the certified range (<= {_validate.RESULT_MAX:g}): "
             "eps is too small for these priors"
         )
-    per_pair = jax.device_put(np.asarray(per_lane).reshape(sweep + batch_shape)) if _validate.is_concrete(per_lane) else per_lane.reshape(sweep + batch_shape)
-    scale = scale.reshape(sweep)
+    per_pair, scale = per_lane.reshape(sweep + batch_shape), scale.reshape(sweep)
+    per_pair = jax.device_put(per_pair) if on_host else per_pair
     achieved = None  # under a transformation the certificate is not computed
     points = per_lane.shape[0]
     if all(_validate.is_concrete(v) for v in (scale, *run.params, run.lane_eps)):
@@ -1381,7 +1385,7 @@ def _binding_pair_across(run: _Run, local_binding) -> PairSet:
     """The binding pair of every sweep point when the pairs are split over processes: each process
     sends its own binding pair and its max; the first process holding the global max owns the
     global binding pair (the parts are concatenated in process order, and argmax takes the first)."""
-    local_max = np.asarray(jnp.max(run.per_lane, axis=1)).reshape(run.sweep)
+    local_max = np.max(np.asarray(run.per_lane), axis=1).reshape(run.sweep)
     every_pair, every_max = _parallel.gather_tree((run.pairs[local_binding], local_max))
     owner = np.argmax(every_max, axis=0)  # (*sweep)
     pick = (owner, *np.indices(run.sweep)) if run.sweep else (owner,)

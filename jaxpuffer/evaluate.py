@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import _validate, calibration, losses
+from . import _parallel, _validate, calibration, losses
 from .noise import kernels
 from .pairs import PairSet
 
@@ -67,14 +67,14 @@ def delta_exact(pairs: PairSet, scale, eps, *, noise: str = "laplace", weights=N
     out = np.empty(b.shape[0])
 
     def own(lanes):  # the evaluator's own program (losses), on lanes of the flat arrays
-        take = lambda v: v[lanes]  # noqa: E731
+        take = lambda v: _parallel.take_lanes(v, lanes)  # noqa: E731
         return np.asarray(losses.exact_on_lanes(family, kernel, tuple(map(take, params)), take(b), take(e), pairs.symmetric, (lanes.size,)))
 
     if positive.size:  # the search program where it is at hand, else the evaluator's own
-        take = lambda v: v[positive]  # noqa: E731
+        take = lambda v: _parallel.take_lanes(v, positive)  # noqa: E731
         out[positive] = calibration.exact_delta_by_search(family, kernel, tuple(map(take, params)), take(b), take(e), pairs.symmetric,
                                                           fallback=lambda sub: own(positive[sub]))
     zero = np.flatnonzero(np.asarray(b) == 0)
     if zero.size:
         out[zero] = own(zero)
-    return jnp.asarray(out.reshape(shape))
+    return jax.device_put(out.reshape(shape))

@@ -598,7 +598,7 @@ def _on_buckets(jitted, static, lanes, symmetric, shape=None):
         idx = np.arange(start, min(start + _LANES_PER_CALL, n))
         batch = _parallel.pad_take(lanes, idx, _parallel.bucket(idx.size, _LANES_PER_CALL))
         parts.append(np.asarray(jitted((*static, True), *batch, symmetric))[: idx.size])
-    return jnp.asarray(np.concatenate(parts).reshape(shape))
+    return jax.device_put(np.concatenate(parts).reshape(shape))
 
 
 def _on_pair_lanes(jitted, static, arrays, symmetric, shape):

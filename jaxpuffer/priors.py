@@ -128,7 +128,12 @@ class _TrailingAxisPrior(_Prior):
         if width == have:
             return self
         extra = width - have
-        grow = lambda a, fill: jnp.concatenate([a, jnp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)  # noqa: E731
+
+        def grow(a, fill):  # (concrete values on the host: no program compiled per shape)
+            xp = np if _validate.is_concrete(a) and _validate.is_concrete(fill) else jnp
+            out = xp.concatenate([a, xp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)
+            return jax.device_put(out) if xp is np else out
+
         return self.tree_unflatten(None, tuple(grow(getattr(self, f), fill) for f, fill in zip(self._fields, fills)))
 
     def __len__(self) -> int:
@@ -191,7 +196,8 @@ class Discrete(_TrailingAxisPrior):
     def padded(self, atoms: int) -> "Discrete":
         """The same pmf with atoms of probability 0 appended at its last point (the support stays
         sorted; a zero-width segment and a zero-mass atom change no δ, coupling or mgf here)."""
-        fill = self.support[..., -1:] if atoms > self.num_atoms else 0.0  # (sliced only where it is used)
+        support = np.asarray(self.support) if _validate.is_concrete(self.support) else self.support
+        fill = support[..., -1:] if atoms > self.num_atoms else 0.0  # (sliced only where it is used)
         return self._appended("atoms", atoms, (fill, 0.0))
 
     def bucketed(self) -> "Discrete":
