@@ -49,7 +49,7 @@ class MixtureFamily:
 
     def theorem(self, params, eps, delta, tau):
         """Theorem 2 in its valid (max) form on the plan of :meth:`params` — the plan
-        :func:`jaxpuffer.theorem2` solves for (``coupling="bound"``: the LP on the costs
+        :func:`jaxpuffer.bounds.theorem2` solves for (``coupling="bound"``: the LP on the costs
         |Δμ_ml| + τ*(δ)|Δσ_ml|, at the same δ), so the same scale, without solving the LP again."""
         w, d_mu, d_sigma = params[:3]
         cost = theorem1_scale(d_mu, d_sigma, 1.0, tau_star_unchecked(jnp.asarray(delta)[..., None, None], tau))
