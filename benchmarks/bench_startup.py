@@ -11,6 +11,11 @@ compiles on more than one thread, so CPU can exceed wall.
 
 Baseline in the same run: ``python -c "import numpy, scipy.stats"`` (a process that only imports
 the scientific stack), so the table can be read as a ratio on a shared machine.
+
+``--tree DIR`` times another checkout's jaxpuffer (before/after a change: a ``git worktree`` of the
+old commit), with the same interpreter and packages. The children run in that folder: ``python -c``
+and ``python -m`` put their working folder first on ``sys.path``, ahead of ``PYTHONPATH`` and the
+installed package, so setting ``PYTHONPATH`` alone from this checkout times this checkout again.
 """
 
 from __future__ import annotations
@@ -59,12 +64,12 @@ SCENARIOS["jax.grad of an exact calibration (d b / d eps)"] = [
 ]
 
 
-def run(cmd: list[str], cache_dir: str) -> tuple[float, float]:
-    """Wall and CPU seconds of one child process (raises if it fails)."""
+def run(cmd: list[str], cache_dir: str, tree: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one child process run in ``tree`` (raises if it fails)."""
     env = {**os.environ, "JAXPUFFER_CACHE_DIR": cache_dir, "JAXPUFFER_CACHE": "1"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tree)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode:
@@ -76,14 +81,18 @@ def run(cmd: list[str], cache_dir: str) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run the scenarios whose name contains one of these comma-separated texts")
+    parser.add_argument("--tree", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        help="the checkout whose jaxpuffer the children import (default: this one)")
     args = parser.parse_args()
+    if not os.path.isfile(os.path.join(args.tree, "jaxpuffer", "__init__.py")):
+        parser.error(f"--tree {args.tree!r} holds no jaxpuffer package")
     wanted = args.only.split(",")
     chosen = {k: v for k, v in SCENARIOS.items() if any(w in k for w in wanted) or k.startswith("baseline")}
     print(f"{'scenario':<50} {'cold wall':>9} {'cold CPU':>9} {'warm wall':>9} {'warm CPU':>9}   (seconds)")
     for name, cmd in chosen.items():
         with tempfile.TemporaryDirectory(prefix="jaxpuffer-cache-") as folder:
-            cold = run(cmd, folder)
-            warm = run(cmd, folder)
+            cold = run(cmd, folder, args.tree)
+            warm = run(cmd, folder, args.tree)
         print(f"{name:<50} {cold[0]:9.2f} {cold[1]:9.2f} {warm[0]:9.2f} {warm[1]:9.2f}", flush=True)
 
 
