@@ -30,6 +30,8 @@ import numpy as np
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, PartitionSpec
 
+from ._validate import in_host_memory
+
 LANE_AXIS = "pairs"
 VECTOR_LANES = 64  # lanes per device that every padded batch is a multiple of
 
@@ -95,10 +97,7 @@ def take_lanes(a, index: np.ndarray):
     """``a[index]``: on the host where ``a`` is a concrete array in this process's CPU memory (no
     gather compiled for each new shape: a cold call's chunks compiled nine small programs each),
     else by JAX (traced, or on an accelerator, where a copy to the host would cost more)."""
-    on_cpu = isinstance(a, np.ndarray) or (
-        isinstance(a, jax.Array) and not isinstance(a, jax.core.Tracer) and a.is_fully_addressable and all(d.platform == "cpu" for d in a.devices())
-    )
-    return jax.device_put(np.asarray(a)[index]) if on_cpu else a[index]
+    return jax.device_put(np.asarray(a)[index]) if in_host_memory(a) else a[index]
 
 
 def over_lanes(fn):

@@ -30,6 +30,19 @@ def is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+def in_host_memory(*arrays) -> bool:
+    """Whether every array holds known values in this process's CPU memory (numpy arrays, Python
+    numbers, fully addressable JAX arrays on CPU devices): then numpy handles them with no transfer
+    and no program compiled for each new shape (an eager JAX operation compiles one, ~20 ms).
+    Traced values, and arrays on an accelerator, stay with JAX."""
+    for a in arrays:
+        if isinstance(a, jax.core.Tracer):
+            return False
+        if isinstance(a, jax.Array) and not (a.is_fully_addressable and all(d.platform == "cpu" for d in a.devices())):
+            return False
+    return True
+
+
 def float_array(name: str, value) -> jax.Array:
     """``value`` as a float64 array; raises if it is not real-valued or not finite."""
     if isinstance(value, (str, bytes)):

@@ -1376,9 +1376,9 @@ def _conclude(run: _Run) -> Calibration:
 
 
 def _pairs_at(pairs: PairSet, index) -> PairSet:
-    """``pairs[index]`` (``index`` a tuple over the batch axes, as :func:`_binding` gives), taken on
-    the host from concrete pairs: no gather compiled for each new shape."""
-    return jax.tree_util.tree_map(lambda leaf: jax.device_put(np.asarray(leaf)[index]), pairs)
+    """``pairs[index]`` (``index`` a tuple over the batch axes, as :func:`_binding` gives), leaf by
+    leaf with :func:`jaxpuffer._parallel.take_lanes` (on the host where the pairs are in CPU memory)."""
+    return jax.tree_util.tree_map(lambda leaf: _parallel.take_lanes(leaf, index), pairs)
 
 
 def _binding_pair_across(run: _Run, local_binding) -> PairSet:
@@ -1399,7 +1399,7 @@ def _sweep_lanes(pairs, eps, delta, sweep):
     (ε, δ) and a sweep. Memory: n·S lanes of the family's per-pair parameters; the search runs
     them ``chunk_size`` at a time."""
     full = sweep + pairs.batch_shape
-    if all(map(_validate.is_concrete, jax.tree_util.tree_leaves(pairs))):  # (on the host: no program compiled per shape)
+    if _validate.in_host_memory(*jax.tree_util.tree_leaves(pairs)):  # (on the host: no program compiled per shape)
         rank = len(pairs.batch_shape)
         lanes = jax.tree_util.tree_map(
             lambda a: jax.device_put(np.broadcast_to(a, full + a.shape[rank:]).reshape((-1,) + a.shape[rank:])), pairs)
@@ -1407,7 +1407,7 @@ def _sweep_lanes(pairs, eps, delta, sweep):
         lanes = PairSet.tree_unflatten(pairs.symmetric, tuple(p.broadcast_to(full).reshape(-1) for p in (pairs.first, pairs.second)))
 
     def per_lane(v):
-        xp = np if _validate.is_concrete(v) else jnp  # (concrete: laid out on the host, no program compiled per shape)
+        xp = np if _validate.in_host_memory(v) else jnp  # (laid out on the host where it is: no program compiled per shape)
         lane = xp.broadcast_to(xp.broadcast_to(v, sweep).reshape(sweep + (1,) * len(pairs.batch_shape)), full).reshape(-1)
         return jax.device_put(lane) if xp is np else lane
 

@@ -130,7 +130,7 @@ class _TrailingAxisPrior(_Prior):
         extra = width - have
 
         def grow(a, fill):  # (concrete values on the host: no program compiled per shape)
-            xp = np if _validate.is_concrete(a) and _validate.is_concrete(fill) else jnp
+            xp = np if _validate.in_host_memory(a, fill) else jnp
             out = xp.concatenate([a, xp.broadcast_to(fill, a.shape[:-1] + (extra,))], axis=-1)
             return jax.device_put(out) if xp is np else out
 
@@ -196,7 +196,7 @@ class Discrete(_TrailingAxisPrior):
     def padded(self, atoms: int) -> "Discrete":
         """The same pmf with atoms of probability 0 appended at its last point (the support stays
         sorted; a zero-width segment and a zero-mass atom change no δ, coupling or mgf here)."""
-        support = np.asarray(self.support) if _validate.is_concrete(self.support) else self.support
+        support = np.asarray(self.support) if _validate.in_host_memory(self.support) else self.support
         fill = support[..., -1:] if atoms > self.num_atoms else 0.0  # (sliced only where it is used)
         return self._appended("atoms", atoms, (fill, 0.0))
 

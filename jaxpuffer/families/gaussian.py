@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .._validate import is_concrete
+from .._validate import in_host_memory
 from ..bounds import _gaussian_pairs, pure_scale, theorem1_scale
 from ..losses import pair_delta, pair_delta_and_slope, prior_delta, theorem_delta
 from ..priors import Gaussian
@@ -45,7 +45,7 @@ class GaussianFamily:
     def params(self, pairs, delta, tau):
         pairs = _gaussian_pairs(pairs, "calibrate")
         fields = (pairs.first.mean, pairs.second.mean, pairs.first.std, pairs.second.std)
-        if all(map(is_concrete, fields)):  # on the host, as exactly, with no program compiled per shape
+        if in_host_memory(*fields):  # on the host, as exactly, with no program compiled per shape
             m_i, m_j, s_i, s_j = (np.asarray(a).reshape(-1) for a in fields)
             return tuple(jax.device_put(a) for a in (m_i - m_j, s_i, s_j))
         return (fields[0] - fields[1]).reshape(-1), fields[2].reshape(-1), fields[3].reshape(-1)
