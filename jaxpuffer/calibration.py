@@ -38,8 +38,8 @@ Per-pair search (levels ``exact``, ``coupling``, ``indicator``), batched over pa
    lane has at most ``_MAX_SLOPES`` inputs (Gaussian pairs), its slopes ∂δ/∂b and ∂δ/∂x are
    computed once, forward, and the derivative is their combination with the tangents, so that
    ``jax.grad`` transposes that combination and not the evaluator (:func:`_slopes`). Where the
-   evaluator gives δ's whole gradient in closed form with its value (Gaussian pairs, Laplace
-   noise, exact level), the search's own program computes those slopes in one more evaluation
+   evaluator gives δ's whole gradient in closed form with its value (Gaussian and mixture pairs,
+   Laplace noise, exact level: any number of inputs per lane), the search's own program computes those slopes in one more evaluation
    (:func:`_slopes_by_search`), so an eager ``jax.grad`` compiles no program of its own.
 6. **Devices and processes** (:mod:`jaxpuffer._parallel`): every compiled lanewise step (search,
    implicit tangent, certificate) runs under ``shard_map`` over ``devices``, each device its own
@@ -660,7 +660,7 @@ def _slopes(cfg, symmetric, b, params, eps):
 def _slopes_by_search(cfg: _Config, symmetric, b, params, eps):
     """:func:`_slopes` from one evaluation in the search's own compiled program (its state's
     ``slopes_last``, :func:`_evaluation_call`) where the evaluator gives δ's whole gradient in
-    closed form (:func:`_slope_columns`: Gaussian pairs under Laplace noise at the exact level) and
+    closed form (:func:`_slope_columns`: Gaussian and mixture pairs under Laplace noise at the exact level) and
     every input is concrete (an eager ``jax.grad`` of a calibration), so that the implicit
     derivative compiles no program of its own (a fresh process's jax.grad of 3 Gaussian pairs'
     scale: 34.6 -> 15.7 s wall, 48.2 -> 21.0 CPU-s; the JVP program had compiled for about twice
@@ -702,10 +702,10 @@ def _root_jvp(cfg, max_iter, symmetric, primals, tangents):
     b = _root(cfg, *primals, max_iter, symmetric)
     tangents = jax.tree_util.tree_map(lambda t, p: jnp.broadcast_to(t, jnp.shape(p)).astype(jnp.float64), tangents, primals)
     params, eps, _ = primals
-    if sum(_lane_sizes((params, eps))) > _MAX_SLOPES:
-        return b, _implicit_tangent(cfg, symmetric, b, tuple(primals), _entangled(tuple(tangents)))
     slopes = _slopes_by_search(cfg, symmetric, b, params, eps)
     if slopes is None:
+        if sum(_lane_sizes((params, eps))) > _MAX_SLOPES:
+            return b, _implicit_tangent(cfg, symmetric, b, tuple(primals), _entangled(tuple(tangents)))
         slopes = _slopes(cfg, symmetric, jnp.where(b > 0, b, 1.0), params, eps)
     per_lane = [jnp.broadcast_to(t, b.shape)[:, None] if t.ndim == 0 else t.reshape(t.shape[0], -1) for t in jax.tree_util.tree_leaves(tangents[:2])]
     d_theta = jnp.sum(slopes[:, 1:] * jnp.concatenate(per_lane, axis=1), axis=1)

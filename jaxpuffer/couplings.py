@@ -20,6 +20,7 @@ from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from .pairs import PairSet, require_pairs
 from . import _validate
@@ -222,8 +223,9 @@ def _cycle_signs(basis, ei, ej):
     return jax.lax.fori_loop(0, 2 * min(k, l), walk, (ei, ej, 1.0, signs, False))[3]
 
 
-def _transport_one(a, b, c, max_iter):
-    """The transportation simplex (u–v method, Bland's rule) on one k × l problem."""
+def _simplex(a, b, c, max_iter):
+    """The transportation simplex (u–v method, Bland's rule) on one k × l problem: the plan, its
+    final basis, cost, dual gap and whether it converged."""
     k, l = c.shape
     tol = 1e-12 * jnp.maximum(jnp.max(jnp.abs(c)), 1e-300)
     x, basis = _north_west(a, b)
@@ -256,7 +258,34 @@ def _transport_one(a, b, c, max_iter):
     f = jnp.min(jnp.where(b[None, :] > 0, c - v[None, :], jnp.inf), axis=1)
     lower = jnp.sum(jnp.where(a > 0, a * f, 0.0)) + jnp.sum(jnp.where(b > 0, b * v, 0.0))
     cost = jnp.sum(x * c)
-    return x, cost, jnp.maximum(cost - lower, 0.0), converged
+    return x, basis, cost, jnp.maximum(cost - lower, 0.0), converged
+
+
+@partial(jax.custom_jvp, nondiff_argnums=(3,))
+def _transport_one(a, b, c, max_iter):
+    """:func:`_simplex`'s plan, cost, gap and convergence, differentiable in forward and reverse
+    mode (the simplex's ``while_loop`` alone has no transpose: ``jax.grad`` in a mixture's weights
+    raised, at every level)."""
+    x, _, cost, gap, converged = _simplex(a, b, c, max_iter)
+    return x, cost, gap, converged
+
+
+@_transport_one.defjvp
+def _transport_one_jvp(max_iter, primals, tangents):
+    """On the final basis (a spanning tree of the k + l marginals' constraints) the plan is linear
+    in the marginals: dx solves row sums = da, column sums = db, dx = 0 off the basis, by the
+    pseudo-inverse of that constraint matrix (least squares where Σ da ≠ Σ db); the basis does not
+    move with the costs, so the cost's tangent is Σ dx c + Σ x dc. Linear in the tangents, hence
+    transposable. At a degenerate vertex (a basic cell at 0) this is one of its one-sided slopes."""
+    a, b, c = primals
+    da, db, dc = tangents
+    x, basis, cost, gap, converged = _simplex(a, b, c, max_iter)
+    k, l = c.shape
+    constraints = jnp.concatenate([jnp.kron(jnp.eye(k), jnp.ones((1, l))), jnp.kron(jnp.ones((1, k)), jnp.eye(l)),
+                                   jnp.diag(~basis.reshape(-1)).astype(c.dtype)])
+    dx = jnp.where(basis, (jnp.linalg.pinv(constraints) @ jnp.concatenate([da, db, jnp.zeros(k * l)])).reshape(k, l), 0.0)
+    tangent_out = (dx, jnp.sum(dx * c) + jnp.sum(x * dc), jnp.zeros_like(gap), np.zeros(converged.shape, jax.dtypes.float0))
+    return (x, cost, gap, converged), tangent_out
 
 
 @partial(jax.jit, static_argnames="max_iter")

@@ -83,6 +83,7 @@ components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-ma
 
 from __future__ import annotations
 
+import math
 from functools import partial
 from typing import NamedTuple
 
@@ -192,12 +193,16 @@ def _log_densities(y, weights, means, spreads, b, noise, center, comps=None):
 
 def _component_tails(y, means, spreads, b, noise, scale_slope=False):
     """F_m(y) = P(Y_m ≤ y) and S_m(y) = P(Y_m > y) per point and component, (N,) + means.shape;
-    ``scale_slope`` (Laplace noise): also ∂F_m/∂b in closed form, no derivative traced
-    (:func:`jaxpuffer.noise.gauss_laplace`)."""
+    ``scale_slope`` (Laplace noise): also ∂F_m/∂b, the density p_m and its slope p_m' in closed
+    form, no derivative traced (:func:`jaxpuffer.noise.gauss_laplace`; ∂F_m/∂μ_m = −p_m and
+    ∂F_m/∂σ_m = σ_m p_m' follow)."""
     z = y.reshape(y.shape + (1,) * means.ndim) - means
     if noise == "laplace":
-        _, cdf, sf, *slope = gauss_laplace(z, spreads, b, scale_slope)
-        return (cdf, sf, *slope)
+        _, cdf, sf, *slopes = gauss_laplace(z, spreads, b, scale_slope, scale_slope, scale_slope)
+        if not scale_slope:
+            return cdf, sf
+        d_b, d_dens, dens = slopes
+        return cdf, sf, d_b, dens, d_dens
     return ndtr_pair(z / spreads)  # (−z)/s = −(z/s) exactly
 
 
@@ -396,10 +401,10 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps, scale_slope=False):
     """Per order (rows), a bound on ∫ [p_i − e^ε p_j]_+ over each piece (−∞, p_0], (p_0, p_1], …,
     (p_last, ∞) of ascending points with f of both orders ``f_pts`` (2, N) as evaluated (an outer
     piece: its whole mass added as well), and which inner pieces are unproven (2, N − 1).
-    ``comps``: :func:`_at` the points. ``scale_slope``: also, per order and piece (2, N + 1),
-    ∂[P_i − e^ε P_j]/∂b on the pieces with f ≥ 0 at both ends and a positive value, 0 elsewhere:
-    summed, the slope of δ by the envelope theorem (its positive set's ends held fixed), for the
-    search's model (:func:`mixture_delta`)."""
+    ``comps``: :func:`_at` the points. ``scale_slope``: also which pieces count in δ's gradient,
+    per order (2, N + 1): those with f ≥ 0 at both ends and a positive value, whose P_i − e^ε P_j
+    is differentiated with their ends held fixed (the envelope theorem: f = 0 at the ends of δ's
+    positive set), and the ingredients of that derivative per piece (:func:`_gradient`)."""
     weights, means, spreads, b_, eps_, center, dens_max, (w_g, m_g, s_g), b, eps = pair
     e_eps = jnp.exp(eps)
     width = pts[1:] - pts[:-1]
@@ -422,11 +427,13 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps, scale_slope=False):
         lo_pts, hi_pts, m_g[None],
     )
     mag = jnp.where(hi_pts > lo_pts, mag, 0.0)  # a repeated point: both ends the same value
+    if scale_slope:  # per piece, mixture and component: its mass's slopes, from F's at the piece's ends (0 at ±∞)
+        across = lambda v: jnp.concatenate([v, zeros]) - jnp.concatenate([zeros, v])  # noqa: E731
+        d_b, dens, d_dens = (across(v) for v in d_cdf)
+        # in (b, then per component its weight, mean and std); ∂F/∂μ = −p, ∂F/∂σ = σ p' (heat equation)
+        ingredients = (jnp.sum(d_b * w_g, axis=2), jnp.stack([mass, -w_g * dens, w_g * s_g * d_dens], axis=2))
     mass, mag = jnp.sum(mass * w_g, axis=2), jnp.sum(mag * w_g, axis=2)
-    if scale_slope:  # ∂_b of each piece's mass: ∂_b F at its ends (0 at ±∞), summed over the components
-        d_cdf = jnp.concatenate([d_cdf[0], zeros]) - jnp.concatenate([zeros, d_cdf[0]])
-        d_mass = jnp.sum(d_cdf * w_g, axis=2)
-    bounds, unproven, slopes = [], [], []
+    bounds, unproven, counted = [], [], []
     for k in range(2):
         p, q, size_p, size_q = mass[:, k], mass[:, 1 - k], mag[:, k], mag[:, 1 - k]
         value = p - e_eps * q
@@ -464,9 +471,25 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps, scale_slope=False):
         # unproven (worth subdividing): a bound above 0 before its rounding margin, which no
         # subdivision removes (it leaves the piece, or its sliver, bounded by the margin)
         unproven.append(~split & (jnp.where(positive[1:-1], sup_computed[1 - k] + 2.0 * eps_, sup_computed[k]) > 0) & (width > 0))
-        if scale_slope:
-            slopes.append(jnp.where(positive & (value > 0), d_mass[:, k] - e_eps * d_mass[:, 1 - k], 0.0))
-    return (jnp.stack(bounds), jnp.stack(unproven), *((jnp.stack(slopes),) if scale_slope else ()))
+        counted.append(positive & (value > 0))
+    if not scale_slope:
+        return jnp.stack(bounds), jnp.stack(unproven)
+    return jnp.stack(bounds), jnp.stack(unproven), jnp.stack(counted), (*ingredients, mass, e_eps)
+
+
+def _gradient(counted, ingredients):
+    """δ's gradient per order (2, 2 + 6k) from :func:`_pieces`' pieces ``counted`` (2, N + 1) and
+    their ``ingredients``: Σ over those pieces of ∂[P_i − e^ε P_j], in b, then the weight, mean and
+    std of each component of the first mixture and of the second (the layout of
+    :func:`mixture_params`' per-component entries), then ε (−e^ε P_j)."""
+    d_b, per_component, mass, e_eps = ingredients
+    rows = []
+    for k in range(2):
+        on = counted[k].astype(mass.dtype)
+        sign = jnp.where(jnp.arange(2) == k, 1.0, -e_eps)  # P_i counts +1, P_j −e^ε
+        components = jnp.einsum("p,prqm->rqm", on, per_component) * sign[:, None, None]
+        rows.append(jnp.concatenate([(on @ d_b @ sign)[None], components.reshape(-1), (-e_eps * (on @ mass[:, 1 - k]))[None]]))
+    return jnp.stack(rows)
 
 
 def _outer_negative(pair: _Pair, y_lo, y_hi):
@@ -591,7 +614,7 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     ends and the extrema sorted together, and both orders' bound without the ``_REFINE_PIECES``
     unproven pieces that hold the most (2,), those pieces' own bounds (2, R), which of them are
     unproven (R,), their subdivision points (R·P,), and diagnostics (unproven pieces per order, pieces);
-    ``scale_slope``: then also both orders' ∂δ/∂b (2,) (:func:`_pieces`)."""
+    ``scale_slope``: then also both orders' gradient of δ (2, 2 + 6k) (:func:`_gradient`)."""
     sg = jax.lax.stop_gradient
     y, f, eps_ = g["y"], g["f"], pair.eps
     b_lo, b_hi, fb_lo, fb_hi = newton
@@ -614,12 +637,13 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     pts, f_sorted = sg(pts), sg(jnp.stack([f_0, f_1]))
     # the components at the points: the grid's, and the extra points' computed once here
     at_pts = jax.tree.map(lambda a, x: jnp.concatenate([a, x])[perm], g["at_grid"], _at(pair, sg(extra), noise))
-    bounds, unproven, *slopes = _pieces(pair, pts, f_sorted, noise, at_pts, scale_slope)
+    bounds, unproven, *gradient = _pieces(pair, pts, f_sorted, noise, at_pts, scale_slope)
     if noise == "laplace":  # the outer pieces hold nothing where f < 0 out there is proven
         outer = jnp.array([0, -1])
         negative = _outer_negative(pair, pts[0], pts[-1])[0]
         bounds = bounds.at[:, outer].set(jnp.where(negative, 0.0, bounds[:, outer]))
-        slopes = [v.at[:, outer].set(jnp.where(negative, 0.0, v[:, outer])) for v in slopes]
+        if gradient:
+            gradient[0] = gradient[0].at[:, outer].set(gradient[0][:, outer] & ~negative)
     # the unproven pieces holding the most (both orders) are left to the second pass
     need = jnp.where(jnp.any(unproven, axis=0), jnp.sum(sg(bounds[:, 1:-1]), axis=0), -1.0)
     picked = jnp.sort(jax.lax.top_k(need, _REFINE_PIECES)[1])
@@ -630,7 +654,7 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     # picked piece's bound (4e-10) minus itself left nothing of the rest's 3e-26 (harness seed 47)
     kept = jnp.ones(bounds.shape[1] - 2, bool).at[picked].set(False)
     rest = bounds[:, 0] + bounds[:, -1] + jnp.sum(jnp.where(kept, bounds[:, 1:-1], 0.0), axis=1) + g["slack"]
-    return rest, coarse, need[picked] >= 0, fine, (jnp.sum(unproven, axis=1), pts.shape[0] - 1), *(jnp.sum(v, axis=1) for v in slopes)
+    return rest, coarse, need[picked] >= 0, fine, (jnp.sum(unproven, axis=1), pts.shape[0] - 1), *([_gradient(*gradient)] if gradient else [])
 
 
 def _coarse_pass(pair: _Pair, noise, scale_slope=False):
@@ -683,7 +707,7 @@ def _exact_batch(first, second, b, eps, noise, scale_slope=False):
     """(δ for order i→j, δ for order j→i, resolved, diagnostics) per mixture pair of a batch, both
     passes (module docstring). diagnostics: (unproven pieces per order (n, 2), pieces subdivided,
     subpieces still unproven per order (n, 2), pieces). ``scale_slope``: then also both orders'
-    ∂δ/∂b (n, 2) by the envelope theorem (:func:`_pieces`; the coarse pass's pieces).
+    gradient of δ (n, 2, 2 + 6k) by the envelope theorem (:func:`_gradient`; the coarse pass's pieces).
 
     ``first``, ``second`` = (weights, means, stds), each (n, k); b > 0 (or θ ≥ 0 for Gaussian noise
     with every positive-weight σ > 0), ``b`` and ``eps`` (n,)."""
@@ -693,7 +717,7 @@ def _exact_batch(first, second, b, eps, noise, scale_slope=False):
     refined, still = _on_lanes(jax.vmap(partial(_fine_pass, noise=noise)), jnp.any(refine, axis=1), unrefined, pair, fine, refine)
     total = rest + jnp.sum(jnp.minimum(bounds, refined), axis=2)
     out = jnp.minimum(total[:, 0], 1.0), jnp.minimum(total[:, 1], 1.0), resolved, (unproven, jnp.sum(refine, axis=1), still, count)
-    return (*out, jnp.where(total < 1.0, slope[0], 0.0)) if scale_slope else out
+    return (*out, jnp.where(total[..., None] < 1.0, slope[0], 0.0)) if scale_slope else out
 
 
 def _atoms(mixture):
@@ -744,7 +768,7 @@ def mixture_delta(level: str, noise, params, b, eps, symmetric, padded=False, sc
     The exact level under a kernel without closed-form component CDFs (not in ``EXACT_KERNELS``:
     GG(p)) is the lower of :func:`jaxpuffer.losses_convolved.mixture_delta` (``padded`` its
     argument) and the plan's coupling bound. ``scale_slope`` (exact level, Laplace noise):
-    (δ, ∂δ/∂b), see :func:`mixture_delta_and_slope`.
+    (δ, its gradient (n, G)), see :func:`mixture_delta_and_slope`.
     """
     n = params[0].shape[0]
     b, eps = jnp.broadcast_to(b, (n,)), jnp.broadcast_to(eps, (n,))
@@ -769,18 +793,25 @@ def mixture_delta(level: str, noise, params, b, eps, symmetric, padded=False, sc
     value = jnp.where(symmetric, jnp.maximum(d12, d21), d12)
     if not scale_slope:
         return value
-    g12, g21 = (jnp.where(taken[k], jnp.nan, slopes[0][:, k]) for k in (0, 1))  # (the coupling bound's slope: unknown)
-    return value, jnp.where(symmetric & (d21 > d12), g21, g12)
+    # (the coupling bound's slopes: unknown); δ does not depend on the plan (w, Δμ, Δσ): 3k² zeros after b's
+    g12, g21 = (jnp.where(taken[k][:, None], jnp.nan, slopes[0][:, k]) for k in (0, 1))
+    gradient = jnp.where((symmetric & (d21 > d12))[:, None], g21, g12)
+    plan = jnp.zeros((n, sum(math.prod(a.shape[1:]) for a in params[:3])))
+    return value, jnp.concatenate([gradient[:, :1], plan, gradient[:, 1:]], axis=1)
 
 
 def mixture_delta_and_slope(level: str, noise, params, b, eps, symmetric):
-    """(δ, ∂δ/∂b) per pair, as :func:`mixture_delta`, for the exact search's model, where the slope
-    has a closed form; else None (the search then takes the JVP of δ,
-    :func:`jaxpuffer.families.delta_and_slope`). The exact level under Laplace noise takes the slope
-    by the envelope theorem: Σ over the coarse pieces with f ≥ 0 at both ends of ∂_b[P_i − e^ε P_j],
-    the pieces' ends held fixed, from the component CDFs' ∂/∂b in closed form (:func:`_pieces`),
+    """(δ, G) per pair, δ as :func:`mixture_delta` and G (n, 2 + 3k² + 6k) its gradient in (b, then
+    each per-pair entry of ``params`` in order, then ε), for the exact search's model (column 0)
+    and an eager ``jax.grad`` of a calibration (:func:`jaxpuffer.calibration._slopes_by_search`),
+    where it has a closed form; else None (the search then takes the JVP of δ,
+    :func:`jaxpuffer.families.delta_and_slope`). The exact level under Laplace noise takes it by
+    the envelope theorem: Σ over the coarse pieces with f ≥ 0 at both ends of ∂[P_i − e^ε P_j],
+    the pieces' ends held fixed (:func:`_gradient`), from the component CDFs' slopes in closed
+    form — ∂F/∂b (Stein's identity), −p in the mean, σ p' in the std (the heat equation), F itself
+    in the weight, and −e^ε P_j in ε; 0 in the plan (w, Δμ, Δσ), which the exact δ does not use —
     with no derivative traced through the evaluator; NaN where the coupling bound is the lower (the
-    search's model then takes no step from it). It is the slope of the true δ, not of the
+    search's model then takes no step from it, and the implicit derivative is a JVP). It is the slope of the true δ, not of the
     evaluator's upper bound, which the JVP follows through the allowances for unproven pieces; under
     Laplace noise the search needs fewer evaluations with it and each costs less (1,024 random
     3-component pairs, warm: (1, 1e-3) 5.8 -> 4.0 s, (0.3, 1e-6) 8.6 -> 6.4 s). Under Gaussian noise

@@ -67,8 +67,12 @@ class MixtureFamily:
         return mixture_delta(level, noise, params, b, eps, symmetric, padded=True)  # (the search pads with copies of its first pair)
 
     def delta_and_slope(self, level, noise, params, b, eps, symmetric):
-        """(δ, ∂δ/∂b) where the slope has a closed form (the exact level under Laplace noise), else None."""
+        """(δ, its gradient in (b, params, ε)) where it has a closed form (the exact level under
+        Laplace noise), else None."""
         return mixture_delta_and_slope(level, noise, params, b, eps, symmetric)
+
+    def gradient_in_closed_form(self, level, noise):
+        return level == "exact" and noise == "laplace"
 
     def delta_at_zero(self, level, noise, params, eps, symmetric):
         if level == "exact":
