@@ -62,6 +62,10 @@ SCENARIOS["jax.grad of an exact calibration (d b / d eps)"] = [
     sys.executable, "-c",
     f"{_GAUSS}; import jax; print(jax.grad(lambda e: jp.calibrate(P, e, 1e-6, level='exact').scale)(1.0))",
 ]
+SCENARIOS["mixture pairs x3: exact calibration, then its jax.grad (d b / d eps)"] = [
+    sys.executable, "-c",
+    f"{_MIX}; import jax; f = lambda e: jp.calibrate(P, e, 1e-6, level='exact').scale; print(float(f(1.0)), jax.grad(f)(1.0))",
+]
 
 
 def run(cmd: list[str], cache_dir: str, tree: str) -> tuple[float, float]:
