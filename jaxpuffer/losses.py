@@ -347,10 +347,11 @@ def _bracket_points(g, bracket, used, sgn, m1, s1, m2, s2, b):
 def _lane_cdfs(x, t0, sgn, m1, s1, m2, s2, b, gradient=False):
     """Per lane: both priors' CDF and survival at the point x, and log p(t₀) of the order's first
     prior, in one gauss_laplace call (one site: compile time); ``gradient``: then, per prior, the
-    CDF's ∂/∂b, the density p and its slope p' at x (:func:`jaxpuffer.noise.gauss_laplace`)."""
-    out = gauss_laplace(jnp.stack([x - m1, x - m2, t0 - jnp.where(sgn > 0, m1, m2)]), jnp.stack([s1, s2, jnp.where(sgn > 0, s1, s2)]), b, gradient, gradient)
+    CDF's ∂/∂b, the density p and its slope p' at x (:func:`jaxpuffer.noise.gauss_laplace`, p from
+    its own terms rather than exp(log p), as the mixture evaluator takes it)."""
+    out = gauss_laplace(jnp.stack([x - m1, x - m2, t0 - jnp.where(sgn > 0, m1, m2)]), jnp.stack([s1, s2, jnp.where(sgn > 0, s1, s2)]), b, gradient, gradient, gradient)
     log_p, F, S = out[:3]
-    extra = (out[3][0], out[3][1], jnp.exp(log_p[0]), out[4][0], jnp.exp(log_p[1]), out[4][1]) if gradient else ()
+    extra = (out[3][0], out[3][1], out[5][0], out[4][0], out[5][1], out[4][1]) if gradient else ()
     return (log_p[2], F[0], S[0], F[1], S[1], *extra)
 
 

@@ -46,16 +46,19 @@ def test_mixture_validation_and_padding():
 
 
 def test_transport_lp_is_exact_against_linprog():
+    """Square problems of 1–5 components (up to 3 × 3 solved by enumerating every basis, 4 × 4 and
+    5 × 5 by the simplex: couplings._solve) and rectangular ones (2 × 3, 3 × 2, 1 × 4 and 2 × 5 by
+    enumeration, 3 × 4 by the simplex), with zero weights and equal marginals, against HiGHS."""
     rng = np.random.default_rng(0)
-    for trial in range(40):
-        k = int(rng.integers(1, 6))
-        a, b = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
-        if trial % 4 == 0 and k > 1:  # zero weights (padding) and degenerate marginals
+    shapes = [(k, k) for k in rng.integers(1, 6, 40)] + [(2, 3), (3, 2), (1, 4), (2, 5), (3, 4)] * 2
+    for trial, (k, l) in enumerate(shapes):
+        a, b = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(l))
+        if trial % 4 == 0 and min(k, l) > 1:  # zero weights (padding) and degenerate marginals
             a[0], b[-1] = 0.0, 0.0
             a, b = a / a.sum(), b / b.sum()
-        if trial % 7 == 0:
+        if trial % 7 == 0 and k == l:
             b = a.copy()
-        c = rng.uniform(0, 5, (k, k)) ** 2
+        c = rng.uniform(0, 5, (k, l)) ** 2
         plan = transport_plan(a, b, c)
         _, best = lp_reference(a, b, c)
         w = np.asarray(plan.weights)
@@ -69,16 +72,16 @@ def test_transport_plan_is_differentiable_in_both_modes():
     """The plan's derivative in the marginals and the costs (couplings._transport_one's JVP rule:
     the final basis's constraints solved by pseudo-inverse) against central differences of the LP
     itself, in forward (JVP) and reverse mode (``jax.grad``: the simplex's while_loop has no
-    transpose of its own), on random 4 × 4 problems at nondegenerate optima, along directions that
-    keep Σ a = Σ b."""
+    transpose of its own, nor has the enumeration's choice of a basis), on random 4 × 4 (simplex)
+    and 3 × 3 (enumeration) problems at nondegenerate optima, along directions that keep Σ a = Σ b."""
     rng = np.random.default_rng(5)
-    checked = 0
-    for _ in range(6):
-        a, b = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
-        c = rng.uniform(0, 5, (4, 4)) ** 2
-        da, db, dc = rng.normal(size=4), rng.normal(size=4), rng.normal(size=(4, 4))
+    checked = {4: 0, 3: 0}
+    for k in [4] * 6 + [3] * 6:
+        a, b = rng.dirichlet(np.ones(k)), rng.dirichlet(np.ones(k))
+        c = rng.uniform(0, 5, (k, k)) ** 2
+        da, db, dc = rng.normal(size=k), rng.normal(size=k), rng.normal(size=(k, k))
         da, db = da - da.mean(), db - db.mean()
-        probe = rng.normal(size=(4, 4))  # a linear functional of the plan, for reverse mode
+        probe = rng.normal(size=(k, k))  # a linear functional of the plan, for reverse mode
         along = lambda t: transport_plan(a + t * da, b + t * db, c + t * dc)  # noqa: E731
         if np.any(np.asarray(along(0.0).weights)[np.asarray(along(0.0).weights) > 0] < 1e-3):
             continue  # (near a degenerate vertex a step of 1e-6 may change the basis)
@@ -89,8 +92,8 @@ def test_transport_plan_is_differentiable_in_both_modes():
         assert float(tangent.cost) == pytest.approx(fd_cost, rel=1e-6, abs=1e-7)
         reverse = jax.grad(lambda t: jnp.sum(along(t).weights * probe))(0.0)
         assert float(reverse) == pytest.approx(float(np.sum(fd_w * probe)), rel=1e-6, abs=1e-7)
-        checked += 1
-    assert checked >= 4, checked
+        checked[k] += 1
+    assert min(checked.values()) >= 4, checked
 
 
 def test_theorem2_paper_form_matches_a_per_pair_scipy_computation():
