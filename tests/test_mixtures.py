@@ -94,8 +94,8 @@ def test_transport_plan_is_differentiable_in_both_modes():
     """The plan's derivative in the marginals and the costs (couplings._transport_one's JVP rule:
     the final basis's constraints solved by pseudo-inverse) against central differences of the LP
     itself, in forward (JVP) and reverse mode (``jax.grad``: the simplex's while_loop has no
-    transpose of its own, nor has the enumeration's choice of a basis), on random 4 × 4 (simplex)
-    and 3 × 3 (enumeration) problems at nondegenerate optima, along directions that keep Σ a = Σ b."""
+    transpose of its own; the rule serves the enumeration too), on random 4 × 4 (simplex) and
+    3 × 3 (enumeration) problems at nondegenerate optima, along directions that keep Σ a = Σ b."""
     rng = np.random.default_rng(5)
     checked = {4: 0, 3: 0}
     for k in [4] * 6 + [3] * 6:
