@@ -95,7 +95,7 @@ from . import losses_convolved
 from ._parallel import on_lanes as _on_lanes
 from ._roots import GRID_CORE, GRID_TAIL, NOISE_ULPS, cell_upper, crossing_start, first_true, illinois, newton_bracket, parabola_upper, quadratic_start, sign_floor
 from .losses_coupling import coupling_laplace_closed, coupling_quadrature
-from .noise import gauss_laplace, interval_mass, log_mills, ndtr_pair, tail_normalized
+from .noise import interval_mass, laplace_terms, log_mills, ndtr_pair, tail_normalized
 from .priors import log_mgf
 
 EXACT_KERNELS = ("laplace", "gaussian")  # the component CDFs of Gaussian ⊛ noise in closed form
@@ -159,29 +159,44 @@ def _spreads(stds, b, noise):
     return stds if noise == "laplace" else jnp.sqrt(stds**2 + b**2)
 
 
-@partial(jax.jit, static_argnames="noise")
-def _components(y, weights, means, spreads, b, noise, center):
+@partial(jax.jit, static_argnames=("noise", "tails", "scale_slope"))
+def _components(y, weights, means, spreads, b, noise, center, tails=False, scale_slope=False):
     """Per point y (N,) and component, with components (2, k) one row per mixture:
     ℓ_m(y) + c(y) with ℓ_m = log(α_m p_m) and the true slope ℓ_m'(y), as (N, 2, k) arrays, then c(y)
     and c'(y) as (N,). c is the same for both mixtures and convex: |y − center|/b for Laplace noise
-    (tail normalization: the ±y/b parts cancel in the ratio), 0 for Gaussian noise."""
+    (tail normalization: the ±y/b parts cancel in the ratio), 0 for Gaussian noise.
+
+    ``tails``: then also, as a second tuple, F_m(y) = P(Y_m ≤ y) and S_m(y) = P(Y_m > y) (each
+    (N, 2, k)) and, with ``scale_slope`` (Laplace noise), ∂F_m/∂b, the density p_m and its slope
+    p_m' in closed form (:func:`jaxpuffer.noise.gauss_laplace`; ∂F_m/∂μ_m = −p_m and ∂F_m/∂σ_m =
+    σ_m p_m' follow). Under Laplace noise from the same two erfcx per point and component as ℓ_m
+    (:func:`jaxpuffer.noise.laplace_terms`; computed apart, the CDFs took two more)."""
     z = y[:, None, None] - means[None]
     if noise == "laplace":
         right = y[:, None, None] >= center
 
-        def one_mixture(_, row):  # one output per step: XLA then writes it out once (as in
-            z_, s_ = row  # noise.laplace_log_ratio) instead of re-evaluating it in every consumer
-            return None, jax.lax.complex(*tail_normalized(z_, s_, b, right[:, 0]))
+        def one_mixture(_, row):  # few outputs per step, each two values as one complex array: XLA
+            z_, s_ = row  # then writes each out once (as in noise.laplace_log_ratio) instead of
+            if not tails:  # re-evaluating its terms in every consumer
+                return None, (jax.lax.complex(*tail_normalized(z_, s_, b, right[:, 0])),)
+            value, slope_, cdf, sf, *d_cdf = laplace_terms(z_, s_, b, right[:, 0], scale_slope)
+            terms = (value, slope_, cdf, sf)
+            if scale_slope:  # ∂F/∂b, p, p' (gauss_laplace's order: ∂F/∂b, p', p), and a 0 to pair the last
+                terms += (d_cdf[0], d_cdf[2], d_cdf[1], jnp.zeros_like(value))
+            return None, tuple(jax.lax.complex(*terms[i : i + 2]) for i in range(0, len(terms), 2))
 
-        packed = jax.lax.scan(one_mixture, None, (jnp.moveaxis(z, 1, 0), spreads), unroll=2)[1]
-        log_p, slope = jnp.moveaxis(packed.real, 0, 1), jnp.moveaxis(packed.imag, 0, 1)
+        packed = jax.lax.scan(one_mixture, None, (jnp.moveaxis(z, 1, 0), spreads), unroll=2)[1]  # each (2, N, k)
+        log_p, slope, *masses = (jnp.moveaxis(part, 0, 1) for c in packed for part in (c.real, c.imag))
         log_p = log_p + jnp.where(right, 1.0, -1.0) * (means[None] - center) / b
         shift, shift_slope = jnp.abs(y - center) / b, jnp.where(y >= center, 1.0, -1.0) / b
+        masses = tuple(masses[: 5 if scale_slope else 2])
     else:
         log_p = -0.5 * (z / spreads[None]) ** 2 - jnp.log(spreads[None]) - 0.5 * jnp.log(2 * jnp.pi)
         slope = -z / spreads[None] ** 2
         shift = shift_slope = jnp.zeros_like(y)
-    return jnp.log(weights)[None] + log_p, slope, shift, shift_slope
+        masses = ndtr_pair(z / spreads[None]) if tails else None  # (−z)/s = −(z/s) exactly
+    comps = (jnp.log(weights)[None] + log_p, slope, shift, shift_slope)
+    return comps if not tails else (comps, masses)
 
 
 def _log_densities(y, weights, means, spreads, b, noise, center, comps=None):
@@ -189,21 +204,6 @@ def _log_densities(y, weights, means, spreads, b, noise, center, comps=None):
     :func:`_components` at y (``comps`` where already computed there)."""
     logits, slope, _, _ = _components(y, weights, means, spreads, b, noise, center) if comps is None else comps
     return logsumexp(logits, axis=2), jnp.sum(softmax(logits, axis=2) * slope, axis=2)
-
-
-def _component_tails(y, means, spreads, b, noise, scale_slope=False):
-    """F_m(y) = P(Y_m ≤ y) and S_m(y) = P(Y_m > y) per point and component, (N,) + means.shape;
-    ``scale_slope`` (Laplace noise): also ∂F_m/∂b, the density p_m and its slope p_m' in closed
-    form, no derivative traced (:func:`jaxpuffer.noise.gauss_laplace`; ∂F_m/∂μ_m = −p_m and
-    ∂F_m/∂σ_m = σ_m p_m' follow)."""
-    z = y.reshape(y.shape + (1,) * means.ndim) - means
-    if noise == "laplace":
-        _, cdf, sf, *slopes = gauss_laplace(z, spreads, b, scale_slope, scale_slope, scale_slope)
-        if not scale_slope:
-            return cdf, sf
-        d_b, d_dens, dens = slopes
-        return cdf, sf, d_b, dens, d_dens
-    return ndtr_pair(z / spreads)  # (−z)/s = −(z/s) exactly
 
 
 def _grid(weights, means, spreads, b, noise):
@@ -385,27 +385,32 @@ def _pair(first, second, b, eps, noise) -> _Pair:
     return _Pair(weights, means, spreads, b_, eps_, 0.5 * jnp.sum(weights * means), dens_max, tuple(masses), b, eps)
 
 
-def _at(pair: _Pair, x, noise):
-    """:func:`_components` of both releases at points x (N,)."""
-    return _components(x, pair.weights, pair.means, pair.spreads, pair.b, noise, pair.center)
+def _at(pair: _Pair, x, noise, scale_slope=False):
+    """(:func:`_components` of both releases at points x (N,), held constant; their
+    its tails F_m, S_m (``scale_slope``: and their slopes), from the gradient-carrying ``masses``
+    and b, the same values), from one evaluation of each component's terms."""
+    _, means, spreads = pair.masses
+    comps, masses = _components(x, pair.weights, means, spreads, pair.b_grad, noise, pair.center, True, scale_slope)
+    return jax.lax.stop_gradient(comps), masses
 
 
 def _ratio(pair: _Pair, x, noise, comps=None):
     """f + ε = log p_i − log p_j at points x (N,), its slope and the size of its terms (from
-    ``comps``, :func:`_at` x, where already computed)."""
+    ``comps``, the first of :func:`_at` x, where already computed)."""
     log_p, slope = _log_densities(x, pair.weights, pair.means, pair.spreads, pair.b, noise, pair.center, comps)
     return log_p[:, 0] - log_p[:, 1], slope[:, 0] - slope[:, 1], jnp.sum(jnp.abs(log_p), axis=1)
 
 
-def _pieces(pair: _Pair, pts, f_pts, noise, comps, scale_slope=False):
+def _pieces(pair: _Pair, pts, f_pts, noise, at_pts, scale_slope=False):
     """Per order (rows), a bound on ∫ [p_i − e^ε p_j]_+ over each piece (−∞, p_0], (p_0, p_1], …,
     (p_last, ∞) of ascending points with f of both orders ``f_pts`` (2, N) as evaluated (an outer
     piece: its whole mass added as well), and which inner pieces are unproven (2, N − 1).
-    ``comps``: :func:`_at` the points. ``scale_slope``: also which pieces count in δ's gradient,
+    ``at_pts``: :func:`_at` the points (``scale_slope`` as here). ``scale_slope``: also which pieces count in δ's gradient,
     per order (2, N + 1): those with f ≥ 0 at both ends and a positive value, whose P_i − e^ε P_j
     is differentiated with their ends held fixed (the envelope theorem: f = 0 at the ends of δ's
     positive set), and the ingredients of that derivative per piece (:func:`_gradient`)."""
     weights, means, spreads, b_, eps_, center, dens_max, (w_g, m_g, s_g), b, eps = pair
+    comps, (cdf, sf, *d_cdf) = at_pts
     e_eps = jnp.exp(eps)
     width = pts[1:] - pts[:-1]
     lip = _slope_bound(pts, weights, means, spreads, b_, noise)  # |f'| on each inner piece
@@ -418,7 +423,6 @@ def _pieces(pair: _Pair, pts, f_pts, noise, comps, scale_slope=False):
     near = jnp.maximum(log_dens[:-1], log_dens[1:])  # (pieces, 2)
     sliver_mass = sliver[:, :, None] * jnp.exp(near[None] + (lip * sliver + f_err)[:, :, None])  # (order, pieces, mixture)
     sliver_mass = jnp.where(jnp.isnan(sliver_mass), jnp.inf, sliver_mass)
-    cdf, sf, *d_cdf = _component_tails(pts, m_g, s_g, b, noise, scale_slope)
     ones, zeros = jnp.ones((1,) + m_g.shape), jnp.zeros((1,) + m_g.shape)
     lo_pts = jnp.concatenate([jnp.array([-jnp.inf]), pts])[:, None, None]
     hi_pts = jnp.concatenate([pts, jnp.array([jnp.inf])])[:, None, None]
@@ -546,14 +550,14 @@ def _on_used(fun, pair: _Pair, used, default, lanes, pool):
     return jax.lax.scan(one_round, tuple(default), jnp.arange(0, rounds * pool, pool))[0]
 
 
-def _grid_stage(pair: _Pair, noise):
+def _grid_stage(pair: _Pair, noise, scale_slope=False):
     """The exact evaluator's first stage for one mixture pair (module docstring): f of both orders
     and the components on the grid, the crossing cells and the cells that may hide an extremum,
     each in its pool, and the Illinois brackets of the latter (as a dict)."""
     weights, means, spreads, b_, eps_ = pair[:5]
     y = _grid(weights, means, spreads, b_, noise)
-    at_grid = _at(pair, y, noise)  # shared with the pieces' bounds (_piece_sup)
-    r, dr, size = _ratio(pair, y, noise, comps=at_grid)
+    at_grid = _at(pair, y, noise, scale_slope)  # shared with the pieces' bounds (_pieces)
+    r, dr, size = _ratio(pair, y, noise, comps=at_grid[0])
     signs = jnp.array([1.0, -1.0])  # order i→j: f = r − ε; order j→i: f = −r − ε
     f = signs[:, None] * r[None, :] - eps_
     df = signs[:, None] * dr[None, :]
@@ -636,7 +640,7 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     ), num_keys=1)
     pts, f_sorted = sg(pts), sg(jnp.stack([f_0, f_1]))
     # the components at the points: the grid's, and the extra points' computed once here
-    at_pts = jax.tree.map(lambda a, x: jnp.concatenate([a, x])[perm], g["at_grid"], _at(pair, sg(extra), noise))
+    at_pts = jax.tree.map(lambda a, x: jnp.concatenate([a, x])[perm], g["at_grid"], _at(pair, sg(extra), noise, scale_slope))
     bounds, unproven, *gradient = _pieces(pair, pts, f_sorted, noise, at_pts, scale_slope)
     if noise == "laplace":  # the outer pieces hold nothing where f < 0 out there is proven
         outer = jnp.array([0, -1])
@@ -665,7 +669,7 @@ def _coarse_pass(pair: _Pair, noise, scale_slope=False):
     Laplace noise the loops run on the used ones only (:func:`_on_used`, ``_POOLS``), with the
     arithmetic per slot of a loop on every slot. Returns :func:`_points_stage`'s values per pair
     and whether the pools held every crossing and extremum."""
-    g = jax.vmap(partial(_grid_stage, noise=noise))(pair)
+    g = jax.vmap(partial(_grid_stage, noise=noise, scale_slope=scale_slope))(pair)
     ex = g["ext"]
     root_pool, extremum_pool = _POOLS.get(noise, (None, None))
 
@@ -694,7 +698,7 @@ def _fine_pass(pair: _Pair, fine, refine, noise):
     its ``_REFINE_POINTS`` points ``fine`` (R·P,) and bounded again by the same rules where
     ``refine`` (R,); (2, R) bounds (+∞ where not refined) and subpieces still unproven per order."""
     at_fine = _at(pair, fine, noise)
-    r_fine = _ratio(pair, fine, noise, at_fine)[0]
+    r_fine = _ratio(pair, fine, noise, at_fine[0])[0]
     fine_bounds, fine_unproven = _pieces(pair, fine, jnp.stack([r_fine - pair.eps, -r_fine - pair.eps]), noise, at_fine)
     shape = (2, _REFINE_PIECES, _REFINE_POINTS)
     per_sub = jnp.concatenate([fine_bounds[:, 1:-1], jnp.zeros((2, 1))], axis=1).reshape(shape)

@@ -327,9 +327,12 @@ def test_gauss_laplace_and_normal_tails_are_within_tail_ulps():
     ndtr's, against the same closed forms in mpmath (100 digits), on random (z, σ, b) out to
     u = z/σ = 40 and z/b = 700. Their relative error stays within tail_ulps, the bound the
     evaluators round δ up by (interval_mass). It exceeds the flat 64 ulps once assumed (that is
-    asserted too: 66 ulps at u ≈ 9, over 1,000 at u ≈ 33)."""
+    asserted too: 66 ulps at u ≈ 9, over 1,000 at u ≈ 33). The mixture evaluator takes its CDFs
+    from the same erfcx as its log densities (noise.laplace_terms, in losses_mixture._components,
+    vmapped as there): those values are checked too."""
     from jax.scipy.special import ndtr
 
+    from jaxpuffer.losses_mixture import _components
     from jaxpuffer.noise import gauss_laplace
     from jaxpuffer.noise.convolved import tail_ulps
 
@@ -342,6 +345,10 @@ def test_gauss_laplace_and_normal_tails_are_within_tail_ulps():
     z_n = rng.uniform(-40, 40, 200)
     _, F, S = jax.jit(gauss_laplace)(z, s, b)
     got = np.concatenate([np.asarray(F), np.asarray(S), np.asarray(jax.jit(ndtr)(z_n))])
+    # each (z, σ, b) one "pair" of one-component mixtures centred at 0, with its mass at z
+    one = jnp.ones((2, 1))
+    in_mixture = jax.jit(jax.vmap(lambda zz, ss, bb: _components(zz[None], one, 0.0 * one, ss * one, bb, "laplace", 0.0, True, True)[1][:2]))
+    F_m, S_m = (np.asarray(v)[:, 0, 0, 0] for v in in_mixture(z, s, b))
     mp.mp.dps = 100
 
     def tails(z, s, b):
@@ -358,10 +365,11 @@ def test_gauss_laplace_and_normal_tails_are_within_tail_ulps():
     ref = np.array([float(v) for v in (*ref_F, *ref_S, *(mp.ncdf(mp.mpf(t)) for t in z_n))])
     normal = ref > 1e-290  # below, values underflow: interval_mass allows 2^-960 absolute for them
     assert normal.sum() > 1000
-    ulps = np.abs(got - ref)[normal] / ref[normal] / np.finfo(np.float64).eps
-    bound = np.asarray(jax.jit(tail_ulps)(got))[normal]
-    assert np.all(ulps <= bound), (ulps / bound).max()
-    assert ulps.max() > 256  # the flat 64 ulps did not hold
+    for values in (got, np.concatenate([F_m, S_m, got[2 * n :]])):
+        ulps = np.abs(values - ref)[normal] / ref[normal] / np.finfo(np.float64).eps
+        bound = np.asarray(jax.jit(tail_ulps)(values))[normal]
+        assert np.all(ulps <= bound), (ulps / bound).max()
+        assert ulps.max() > 256  # the flat 64 ulps did not hold
 
 
 def test_a_subnormal_curvature_bound_gives_no_nan_under_jit():

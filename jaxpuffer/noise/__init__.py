@@ -10,6 +10,7 @@ from .convolved import (  # noqa: F401  (the evaluators' special functions)
     gauss_laplace,
     interval_mass,
     laplace_log_ratio,
+    laplace_terms,
     log_mills,
     log_ndtr_accurate,
     ndtr_pair,

@@ -135,13 +135,14 @@ def _log1m(t):
     return jnp.log1p(jnp.where(upper, 1.0 - 2.0 * t, -t)) - jnp.where(upper, math.log(2.0), 0.0)
 
 
-def _log_tail_term(u, v):
+def _log_tail_term(u, v, sides):
     """T(u, v) = v²/2 − uv + log Φ(u − v), the log of e^{σ²/2b² − z/b} Φ(z/σ − σ/b).
 
-    One erfcx per element: with x = u − v and e = erfcx(|x|/√2),
+    One erfcx per element, in ``sides`` = :func:`_log_phi_sides` of x = u − v (shared with
+    :func:`_log_mass_term`, which has the same x): with e = erfcx(|x|/√2),
     x < 0: T = −u²/2 + log(e/2);  x ≥ 0: T = v(v/2 − u) + log(1 − (e/2) e^{−x²/2}) (:func:`_log1m`).
     """
-    neg, log_half_e, log_phi = _log_phi_sides(u - v)
+    neg, log_half_e, log_phi = sides
     u_neg = jnp.where(neg, u, 0.0)
     return jnp.where(neg, -0.5 * u_neg**2 + log_half_e, v * (0.5 * v - u) + log_phi)
 
@@ -152,10 +153,20 @@ def _standardize(z, sigma, b):
     return point, jnp.where(point, 0.0, z / sig), jnp.where(point, 0.0, sig / b)
 
 
-def _log_mass_term(u, v):
-    """G(u, v) = v²/2 + log Φ(u − v) = T(u, v) + uv, without cancellation:
-    x = u − v ≥ 0: v²/2 + log Φ(x); x < 0: u(v − u/2) + M(x)  (since v²/2 − x²/2 = u(v − u/2))."""
-    neg, log_half_e, log_phi = _log_phi_sides(u - v)
+def _laplace_sides(z, sigma, b):
+    """(point, u, v, sides at u − v, sides at −u − v): z standardised (u = z/σ, v = σ/b; ``point``
+    where σ = 0) and :func:`_log_phi_sides` of the two arguments that every Gaussian ⊛ Laplace term
+    here takes, T(±u, v) and G(±u, v) alike: the two erfcx per element behind the tail-normalized
+    density and the CDFs (:func:`laplace_terms` computes both from them)."""
+    point, u, v = _standardize(z, sigma, b)
+    return point, u, v, _log_phi_sides(u - v), _log_phi_sides(-u - v)
+
+
+def _log_mass_term(u, v, sides):
+    """G(u, v) = v²/2 + log Φ(u − v) = T(u, v) + uv, without cancellation (``sides`` as
+    :func:`_log_tail_term`'s): x = u − v ≥ 0: v²/2 + log Φ(x); x < 0: u(v − u/2) + M(x)
+    (since v²/2 − x²/2 = u(v − u/2))."""
+    neg, log_half_e, log_phi = sides
     u_n, v_n, v_p = jnp.where(neg, u, 0.0), jnp.where(neg, v, 0.0), jnp.where(neg, 0.0, v)
     return jnp.where(neg, u_n * (v_n - 0.5 * u_n) + log_half_e, 0.5 * v_p**2 + log_phi)
 
@@ -168,9 +179,13 @@ def tail_normalized(z, sigma, b, right):
     out in the tails. With G_a = G(u, v), G_b = G(−u, v) and Δ = G_b − G_a + 2z/b,
     R = max(G_a, G_b + 2z/b) + log1p(e^{−|Δ|}) − log 2b, L = R − 2z/b formed as
     max(G_a − 2z/b, G_b) + log1p(e^{−|Δ|}) − log 2b (no cancellation), slope = tanh(Δ/2)/b."""
-    point, u, v = _standardize(z, sigma, b)
+    return _normalized(z, b, right, *_laplace_sides(z, sigma, b))
+
+
+def _normalized(z, b, right, point, u, v, sides_a, sides_b):
+    """:func:`tail_normalized` from :func:`_laplace_sides`."""
     zb = z / b
-    g_a, g_b = _log_mass_term(u, v), _log_mass_term(-u, v)
+    g_a, g_b = _log_mass_term(u, v, sides_a), _log_mass_term(-u, v, sides_b)
     gap = g_b - g_a + 2.0 * zb
     top = jnp.where(right, jnp.maximum(g_a, g_b + 2.0 * zb), jnp.maximum(g_a - 2.0 * zb, g_b))
     log_2b = jnp.log(2.0 * b)
@@ -232,8 +247,12 @@ def gauss_laplace(z, sigma, b, scale_slope=False, density_slope=False, density=F
     exp of log p: for 294 points of 6 components, that exp and the log p it needs cost a third of
     a mixture pair's evaluation).
     """
-    point, u, v = _standardize(z, sigma, b)
-    t_a, t_b = _log_tail_term(u, v), _log_tail_term(-u, v)
+    return _gauss_laplace(z, sigma, b, *_laplace_sides(z, sigma, b), scale_slope, density_slope, density)
+
+
+def _gauss_laplace(z, sigma, b, point, u, v, sides_a, sides_b, scale_slope, density_slope, density):
+    """:func:`gauss_laplace` from :func:`_laplace_sides`."""
+    t_a, t_b = _log_tail_term(u, v, sides_a), _log_tail_term(-u, v, sides_b)
     log_p = jnp.logaddexp(t_a, t_b) - jnp.log(2.0 * b)
     e_a, e_b = 0.5 * jnp.exp(t_a), 0.5 * jnp.exp(t_b)
     phi_u, phi_minus_u = ndtr_pair(u)
@@ -258,6 +277,18 @@ def gauss_laplace(z, sigma, b, scale_slope=False, density_slope=False, density=F
         return (*out, slope)
     out = (*out, slope, jnp.where(point, -jnp.sign(z) * half_tail, e_b - e_a) / b**2)
     return (*out, jnp.where(point, half_tail, e_a + e_b) / b) if density else out
+
+
+def laplace_terms(z, sigma, b, right, scale_slope=False):
+    """:func:`tail_normalized` (value, slope) and :func:`gauss_laplace`'s CDF and upper tail (and,
+    with ``scale_slope``, ∂F/∂b, p' and p) of N(0, σ²) ⊛ Laplace(b) at z, from one pair of erfcx per
+    element (:func:`_laplace_sides`): separately, the two functions evaluate the same two erfcx
+    each. The same arithmetic as theirs; compiled in another program, XLA rounds some values
+    differently (in the mixture evaluator, 1–3 % of 688,128 values by ≤ 1.4e-12 relative in
+    log p and ≤ 2.7e-14 in F and S, as close to mpmath as before: ≤ 67 ulps on 150 of them)."""
+    sides = _laplace_sides(z, sigma, b)
+    value, slope = _normalized(z, b, right, *sides)
+    return value, slope, *_gauss_laplace(z, sigma, b, *sides, scale_slope, scale_slope, scale_slope)[1:]
 
 
 def tail_ulps(value):
