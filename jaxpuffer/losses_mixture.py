@@ -167,9 +167,9 @@ def _components(y, weights, means, spreads, b, noise, center, tails=False, scale
     (tail normalization: the ±y/b parts cancel in the ratio), 0 for Gaussian noise.
 
     ``tails``: then also, as a second tuple, F_m(y) = P(Y_m ≤ y) and S_m(y) = P(Y_m > y) (each
-    (N, 2, k)) and, with ``scale_slope`` (Laplace noise), ∂F_m/∂b, the density p_m and its slope
-    p_m' in closed form (:func:`jaxpuffer.noise.gauss_laplace`; ∂F_m/∂μ_m = −p_m and ∂F_m/∂σ_m =
-    σ_m p_m' follow). Under Laplace noise from the same two erfcx per point and component as ℓ_m
+    (N, 2, k)) and, with ``scale_slope`` (Laplace noise), ∂F_m/∂b, the density's slope p_m' and the
+    density p_m in closed form (:func:`jaxpuffer.noise.gauss_laplace`; ∂F_m/∂μ_m = −p_m and
+    ∂F_m/∂σ_m = σ_m p_m' follow). Under Laplace noise from the same two erfcx per point and component as ℓ_m
     (:func:`jaxpuffer.noise.laplace_terms`; computed apart, the CDFs took two more)."""
     z = y[:, None, None] - means[None]
     if noise == "laplace":
@@ -177,19 +177,16 @@ def _components(y, weights, means, spreads, b, noise, center, tails=False, scale
 
         def one_mixture(_, row):  # few outputs per step, each two values as one complex array: XLA
             z_, s_ = row  # then writes each out once (as in noise.laplace_log_ratio) instead of
-            if not tails:  # re-evaluating its terms in every consumer
-                return None, (jax.lax.complex(*tail_normalized(z_, s_, b, right[:, 0])),)
-            value, slope_, cdf, sf, *d_cdf = laplace_terms(z_, s_, b, right[:, 0], scale_slope)
-            terms = (value, slope_, cdf, sf)
-            if scale_slope:  # ∂F/∂b, p, p' (gauss_laplace's order: ∂F/∂b, p', p), and a 0 to pair the last
-                terms += (d_cdf[0], d_cdf[2], d_cdf[1], jnp.zeros_like(value))
+            # re-evaluating its terms in every consumer
+            terms = laplace_terms(z_, s_, b, right[:, 0], scale_slope) if tails else tail_normalized(z_, s_, b, right[:, 0])
+            terms = (*terms, *[jnp.zeros_like(z_)] * (len(terms) % 2))  # an odd one out paired with a 0
             return None, tuple(jax.lax.complex(*terms[i : i + 2]) for i in range(0, len(terms), 2))
 
         packed = jax.lax.scan(one_mixture, None, (jnp.moveaxis(z, 1, 0), spreads), unroll=2)[1]  # each (2, N, k)
         log_p, slope, *masses = (jnp.moveaxis(part, 0, 1) for c in packed for part in (c.real, c.imag))
         log_p = log_p + jnp.where(right, 1.0, -1.0) * (means[None] - center) / b
         shift, shift_slope = jnp.abs(y - center) / b, jnp.where(y >= center, 1.0, -1.0) / b
-        masses = tuple(masses[: 5 if scale_slope else 2])
+        masses = tuple(masses[: 5 if scale_slope else 2])  # (the pairing's 0 dropped)
     else:
         log_p = -0.5 * (z / spreads[None]) ** 2 - jnp.log(spreads[None]) - 0.5 * jnp.log(2 * jnp.pi)
         slope = -z / spreads[None] ** 2
@@ -386,9 +383,9 @@ def _pair(first, second, b, eps, noise) -> _Pair:
 
 
 def _at(pair: _Pair, x, noise, scale_slope=False):
-    """(:func:`_components` of both releases at points x (N,), held constant; their
-    its tails F_m, S_m (``scale_slope``: and their slopes), from the gradient-carrying ``masses``
-    and b, the same values), from one evaluation of each component's terms."""
+    """(:func:`_components` of both releases at points x (N,), held constant; their components'
+    tails F_m, S_m (``scale_slope``: and their slopes), from the gradient-carrying ``masses`` and
+    b, the same values), from one evaluation of each component's terms."""
     _, means, spreads = pair.masses
     comps, masses = _components(x, pair.weights, means, spreads, pair.b_grad, noise, pair.center, True, scale_slope)
     return jax.lax.stop_gradient(comps), masses
@@ -433,7 +430,7 @@ def _pieces(pair: _Pair, pts, f_pts, noise, at_pts, scale_slope=False):
     mag = jnp.where(hi_pts > lo_pts, mag, 0.0)  # a repeated point: both ends the same value
     if scale_slope:  # per piece, mixture and component: its mass's slopes, from F's at the piece's ends (0 at ±∞)
         across = lambda v: jnp.concatenate([v, zeros]) - jnp.concatenate([zeros, v])  # noqa: E731
-        d_b, dens, d_dens = (across(v) for v in d_cdf)
+        d_b, d_dens, dens = (across(v) for v in d_cdf)
         # in (b, then per component its weight, mean and std); ∂F/∂μ = −p, ∂F/∂σ = σ p' (heat equation)
         ingredients = (jnp.sum(d_b * w_g, axis=2), jnp.stack([mass, -w_g * dens, w_g * s_g * d_dens], axis=2))
     mass, mag = jnp.sum(mass * w_g, axis=2), jnp.sum(mag * w_g, axis=2)
