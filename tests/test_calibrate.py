@@ -417,7 +417,7 @@ def test_search_programs_are_loaded_from_disk_by_a_later_process(tmp_path, monke
 
     pairs = jp.PairSet(jp.Gaussian([0.0, 0.0, 2.0], [1.0, 1.0, 1.0]), jp.Gaussian([1.0, 0.0, 0.0], [2.0, 3.0, 1.0]))
     programs = [v for module in (calibration, losses) for v in vars(module).values() if isinstance(v, _cache.ExportedJit)]
-    assert len(programs) == 8  # the search's two programs, the certificate's three, the public δ's three
+    assert len(programs) == 9  # the search's two programs and its floor of δ(0), the certificate's three, the public δ's three
     traced = []
     listener = lambda event, duration, **kw: traced.append(kw.get("fun_name")) if event.endswith("jaxpr_trace_duration") else None  # noqa: E731
 

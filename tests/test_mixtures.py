@@ -228,6 +228,52 @@ def extreme_mixtures(n, k, seed):
     return (w[0], m[0], s[0]), (w[1], m[1], s[1])
 
 
+def test_a_cheap_floor_of_the_priors_own_delta_settles_which_pairs_need_noise(monkeypatch):
+    """losses_mixture.mixture_delta_at_zero_floor, the lower bound of δ with no noise that the
+    search asks before the priors' exact evaluator (calibration._zero_noise_enough): at most the
+    priors' own δ by ``mixture_delta_reference`` (quadrature and atom sums, independent) on
+    extreme random pairs (point masses, zero weights, std ratios of 1e3), each order, and near it
+    (median ratio ≥ 0.99 where δ ≥ 1e-3). Identical priors with a component of weight 0 and std 0:
+    the exact δ with no noise is 0 to its rounding allowances (it was 0.6 to 1, that component's
+    density NaN: calibrate returned b ≈ 1e-11 instead of 0). A call whose every pair needs noise runs no δ(0) program, and its
+    scales are those of the search that evaluates δ(0) itself, bit for bit."""
+    from jaxpuffer import calibration, losses_mixture
+    from jaxpuffer.families import get
+
+    first, second = extreme_mixtures(40, 3, seed=21)
+    for a, b in zip(first, second):  # 6 identical pairs with a weightless point mass
+        b[-6:] = a[-6:]
+    first[0][-6:, 0], first[2][-6:, 0] = 0.0, 0.0
+    second[0][-6:, 0], second[2][-6:, 0] = 0.0, 0.0
+    for w in (first[0], second[0]):
+        w[-6:] /= w[-6:].sum(-1, keepdims=True)
+    pairs = jp.PairSet(jp.GaussianMixture(*first), jp.GaussianMixture(*second), symmetric=False)
+    params = get("mixture").params(pairs, 1e-3, "exact")
+    ratios = []
+    for eps in (0.1, 1.0):
+        floor = np.asarray(losses_mixture.mixture_delta_at_zero_floor(params, jnp.full(40, eps), False))
+        exact = np.asarray(losses_mixture.mixture_delta_at_zero(params, jnp.full(40, eps), False))
+        ref = np.array([mixture_delta_reference(tuple(a[i] for a in first), tuple(a[i] for a in second), 0.0, eps) for i in range(40)])
+        assert np.all(floor <= ref * (1 + 1e-9) + 1e-15) and np.all(floor <= exact), (floor, ref)
+        assert np.all(floor[-6:] == 0.0) and np.all(exact[-6:] < 1e-20), exact[-6:]  # (its rounding allowances: measured ≤ 5e-30)
+        ratios += list(floor[ref >= 1e-3] / ref[ref >= 1e-3])
+    assert np.median(ratios) >= 0.99, np.median(ratios)
+
+    calls, settled = [], []  # δ(0) programs run; what each search start was told of δ(0) ≤ target
+    at_zero, init = calibration._delta_at_zero_jit, calibration._search_init_jit
+    monkeypatch.setattr(calibration, "_delta_at_zero_jit", lambda *args: calls.append(1) or at_zero(*args))
+    monkeypatch.setattr(calibration, "_search_init_jit", lambda *args: settled.append(args[-1]) or init(*args))
+    result = jp.calibrate(pairs, 1.0, 1e-3, level="exact")
+    assert np.all(np.asarray(result.per_pair)[-6:] == 0.0) and np.all(np.asarray(result.per_pair)[:-6] > 0.0) and calls
+    calls.clear(), settled.clear()
+    need = jp.PairSet(jp.GaussianMixture(*random_mixtures(40, 3, seed=22)), jp.GaussianMixture(*random_mixtures(40, 3, seed=23)))
+    got = np.asarray(jp.calibrate(need, 1.0, 1e-5, level="exact").per_pair)  # (the least δ(0) of these pairs: 3.9e-5)
+    assert not calls and settled and all(zero is not None and not np.any(zero) for zero in settled) and np.all(got > 0.0)
+    monkeypatch.setattr(calibration, "_search_init_jit", init)
+    monkeypatch.setattr(calibration, "_zero_noise_enough", lambda *args: None)  # δ(0) in the search's first program, as before
+    np.testing.assert_array_equal(np.asarray(jp.calibrate(need, 1.0, 1e-5, level="exact").per_pair), got)
+
+
 @pytest.mark.parametrize("noise", ["laplace", "gaussian"])
 def test_exact_mixture_delta_matches_high_precision_integration(noise):
     first, second = extreme_mixtures(10, 3, seed=11)

@@ -23,6 +23,10 @@ pairs) and a noise kernel named by ``noise`` (:mod:`jaxpuffer.noise`):
   (params, ε) in order (the implicit derivative of the scale then needs no program of its own,
   :func:`jaxpuffer.calibration._slopes_by_search`);
 * ``delta_at_zero(level, noise, params, eps, symmetric)`` — δ with no noise (answer 0 if ≤ δ);
+  optionally ``delta_at_zero_floor(...)`` (same arguments) at the levels ``zero_floor_levels`` —
+  a cheap lower bound of it: a pair whose bound exceeds its target needs noise, and
+  ``delta_at_zero`` is evaluated only where some pair's bound does not settle it (mixtures, whose
+  ``delta_at_zero`` is a whole evaluator: :func:`jaxpuffer.calibration._zero_noise_enough`);
 * ``bracket(level, noise, params, eps, target)`` — (hi, start, pure): a scale expected to be
   feasible, the first scale to evaluate, and the scale beyond which δ is known to vanish (+inf
   where unknown; None where the family has no closed form for it: the exact-level search then
@@ -128,6 +132,12 @@ def delta_and_slope(family, level, noise, params, b, eps, symmetric):
         closed = jax.jvp(lambda bb: family.delta(level, noise, params, bb, eps, symmetric), (b,), (jnp.ones_like(b),))
     value, slopes = closed
     return value, slopes if slopes.ndim == 2 else slopes[:, None]
+
+
+def has_zero_floor(family, level) -> bool:
+    """Whether the family offers ``delta_at_zero_floor`` at ``level`` (its optional
+    ``zero_floor_levels``; default none)."""
+    return level in getattr(family, "zero_floor_levels", ())
 
 
 def gradient_in_closed_form(family, level, noise) -> bool:

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from ..bounds import mixture_theorem_scale, theorem1_scale
 from ..couplings import gmm_coupling
 from ..losses import theorem_delta
-from ..losses_mixture import mixture_delta, mixture_delta_and_slope, mixture_delta_at_zero, mixture_params
+from ..losses_mixture import mixture_delta, mixture_delta_and_slope, mixture_delta_at_zero, mixture_delta_at_zero_floor, mixture_params
 from ..pairs import require_pairs
 from ..priors import GaussianMixture, log_mgf
 from ..tau import tau_star_unchecked
@@ -35,6 +35,7 @@ class MixtureFamily:
     # outer ones included (losses_mixture._outer_negative), so δ = 0 targets are searched
     pure_eps = True
     costly_exact = True  # ~1 ms per pair and evaluation (the partition and its piece bounds)
+    zero_floor_levels = ("exact",)  # where delta_at_zero_floor is offered
     opt_in_exact = ("generalized_gaussian",)  # ~1–3 s per pair and evaluation (losses_convolved)
 
     def quick_to_run(self, level, kernel):
@@ -79,6 +80,12 @@ class MixtureFamily:
             return mixture_delta_at_zero(params, eps, symmetric)
         w, d_mu, d_sigma = params[:3]  # the plan's mass moved at all (U1 → P(W ≠ 0) as b → 0)
         return jnp.sum(jnp.where((d_mu != 0) | (d_sigma != 0), w, 0.0), axis=(-2, -1))
+
+    def delta_at_zero_floor(self, level, noise, params, eps, symmetric):
+        """A cheap lower bound of the priors' own δ (cell masses on the components' grid), which
+        settles most pairs without the exact evaluator at zero noise (the coupling level's δ at
+        zero is a sum already: ``zero_floor_levels``)."""
+        return mixture_delta_at_zero_floor(params, eps, symmetric)
 
     def bracket(self, level, noise, params, eps, target):
         """Theorem 2 in its valid (max) form with the same plan (a first guess for Gaussian noise,
