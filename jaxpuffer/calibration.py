@@ -601,7 +601,8 @@ def _zero_noise_enough(cfg: _Config, params, eps, target, symmetric, pieces=None
     lower bound of δ(0) at this level (:func:`jaxpuffer.families.has_zero_floor`): the bound first,
     in the search's own ``pieces`` (lanes, padded size; None: all lanes in one), then δ(0) itself
     (the same evaluator and answer as :func:`_search_init`'s) only on the lanes whose bound does
-    not exceed their target, gathered into the smallest padded batch that holds them. So a call
+    not exceed their target, gathered into padded batches as the certificate gathers its lanes at
+    scale 0 (:func:`_deltas_in_pieces`). So a call
     whose every pair needs noise neither compiles nor runs the priors' own evaluator (mixtures at
     the exact level: a whole evaluator under Gaussian noise of std 0, 5–6 s of a cold call's
     compile and ~10 % of a warm search; ~1 % of random pairs need no noise). None otherwise
@@ -617,8 +618,8 @@ def _zero_noise_enough(cfg: _Config, params, eps, target, symmetric, pieces=None
     zero_ok = np.zeros(n, bool)
     unsettled = np.flatnonzero(~(floor > target))  # (NaN proves nothing)
     if unsettled.size:
-        *part, part_eps = _parallel.pad_take((*params, eps), unsettled, _parallel.bucket(unsettled.size, n, _parallel.granule(cfg.mesh)))
-        zero_ok[unsettled] = np.asarray(_delta_at_zero_jit(cfg, symmetric, tuple(part), part_eps))[: unsettled.size] <= target[unsettled]
+        for sub, value in _deltas_in_pieces(cfg, None, symmetric, params, np.zeros(n), eps, unsettled, n, zero=True):
+            zero_ok[sub] = value <= target[sub]
     return zero_ok
 
 
