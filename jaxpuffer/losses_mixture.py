@@ -60,8 +60,9 @@ sliver's (its width × the larger end density, raised by the slope over it). The
 The 16 unproven pieces holding the most are split into 16 subpieces each and bounded again by the
 same rules (the least of the two bounds is kept): the bounds' gaps shrink with the width squared,
 and a slope bound with the width. So no piece's sign pattern is assumed: a missed crossing or
-extremum (a pool that overflowed, a cell with two hidden extrema) costs tightness, not soundness.
-The pools' overflow is reported (``resolved``). A pair with an unproven piece or an overflowed pool
+extremum (a pool that overflowed, a cell with two hidden extrema, a bracket left out of the points'
+12k + 8 slots: :func:`_extra_points`) costs tightness, not soundness. The pools' overflow, and the
+points', is reported (``resolved``). A pair with an unproven piece or an overflowed pool
 takes the smaller of this bound and the plan's coupling bound (24), also ≥ δ: the tighter one where
 the pools overflowed, and where the priors nearly agree at small ε (halves N(−1, .5²), N(1, 1) vs
 the same with −1 + 5e-4, ε = 0.002, scale 1.41: this sum 3.3e-5 with Gaussian noise, 2.4e-5 with
@@ -72,10 +73,11 @@ returned by :func:`_exact_batch`.
 **Batches.** Each stage is one function of one pair, vmapped over a batch. Under Laplace noise the
 Newton and Illinois loops run on each pair's used slots only, 4 and 2 at a time (:func:`_on_used`;
 random 3-component pairs use 0.8 of 20 and 0.07 of 6 on average, near their calibrated scale
-fewer). The subdivision pass is needed by few pairs (0–4 % of random 3-component pairs near their
-calibrated scale, at most 6 pieces each, against the 16 it has room for): only the pairs with an
-unproven piece are gathered and computed, n/8 at a time (:func:`jaxpuffer._parallel.on_lanes`),
-with the same per-pair arithmetic.
+fewer). The points stage adds those slots' brackets and extrema to the grid in 12k + 8 slots, the
+used ones first (:func:`_extra_points`). The subdivision pass is needed by few pairs (0–4 % of
+random 3-component pairs near their calibrated scale, at most 6 pieces each, against the 16 it has
+room for): only the pairs with an unproven piece are gathered and computed, n/8 at a time
+(:func:`jaxpuffer._parallel.on_lanes`), with the same per-pair arithmetic.
 
 No noise (b = 0): the same evaluation with Gaussian noise of std 0 (s = σ) over the continuous
 components, plus Σ over atom locations x of [P(x) − e^ε Q(x)]_+ for point-mass components. A
@@ -154,6 +156,17 @@ def _pools(k: int):
     pairs flag at most 6, and only at 1/20 of their calibrated scale). An overflow (rounding
     flicker on a flat f, more candidate extrema) is reported and bounded (module docstring)."""
     return 8 * k - 4, 2 * k
+
+
+def _extra_points(k: int) -> int:
+    """Slots for the points that :func:`_points_stage` adds to the grid (the used brackets' ends and
+    the extrema) for k-component pairs: 12k + 8, of the 2(8k − 4 + 2·2k) + 2k = 26k − 8 that every
+    slot of both pools would fill. Random pairs (the benchmark's, 2,048 each) need at most 18, 23
+    and 28 for k = 2, 3, 5 at their calibrated scales, 28, 29 and 38 at 0.3 times them (counting
+    2 per grid crossing and 5 per extremum, an upper count); a pair that needs more is reported
+    (:func:`_coarse_pass`). Evaluating the 70 slots of k = 3, ~6 used,
+    made the evaluator 10–14 % slower (256 such pairs: 128–140 ms against 116–124 ms)."""
+    return min(12 * k + 8, 26 * k - 8)
 
 
 def _spreads(stds, b, noise):
@@ -628,8 +641,11 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     extra = jnp.concatenate([b_lo, b_hi, at])
     f_own = jnp.concatenate([fb_lo, fb_hi, f_at])
     sgn_x = jnp.concatenate([sgn, sgn, sign_e])
-    f_other = -f_own - 2.0 * eps_
     keep = jnp.concatenate([br["used"], br["used"], g["ext_ok"]]) & jnp.isfinite(extra) & jnp.isfinite(f_own)
+    # the kept points first, in _extra_points slots (a pair that needs more: _coarse_pass)
+    take, keep = first_true(keep, _extra_points(pair.weights.shape[-1]))
+    extra, f_own, sgn_x = extra[take], f_own[take], sgn_x[take]
+    f_other = -f_own - 2.0 * eps_
     extra = jnp.where(keep, extra, y[0])
     pts, f_0, f_1, perm = jax.lax.sort((
         jnp.concatenate([y, extra]),
@@ -667,7 +683,8 @@ def _coarse_pass(pair: _Pair, noise, scale_slope=False):
     (:func:`_points_stage`). A pair has 8k − 4 crossing and 2k extremum slots and uses few; under
     Laplace noise the loops run on the used ones only (:func:`_on_used`, ``_POOLS``), with the
     arithmetic per slot of a loop on every slot. Returns :func:`_points_stage`'s values per pair
-    and whether the pools held every crossing and extremum."""
+    and whether the pools held every crossing and extremum and the points stage every point
+    they give (2 per used bracket, 1 per extremum: :func:`_extra_points`)."""
     g = jax.vmap(partial(_grid_stage, noise=noise, scale_slope=scale_slope))(pair)
     ex = g["ext"]
     root_pool, extremum_pool = _POOLS.get(noise, (None, None))
@@ -689,7 +706,8 @@ def _coarse_pass(pair: _Pair, noise, scale_slope=False):
     ends = (br["lo"], br["hi"], br["f_lo"], br["f_hi"])
     brackets = _on_used(newton, pair, br["used"], ends, (*ends, br["start"], br["sgn"]), root_pool)
     coarse = jax.vmap(partial(_points_stage, noise=noise, scale_slope=scale_slope))(pair, g, at, f_at, br, brackets)
-    return coarse, g["resolved"]
+    held = 2 * jnp.sum(br["used"], axis=1) + jnp.sum(g["ext_ok"], axis=1) <= _extra_points(pair.weights.shape[-1])
+    return coarse, g["resolved"] & held
 
 
 def _fine_pass(pair: _Pair, fine, refine, noise):
