@@ -164,8 +164,8 @@ def _extra_points(k: int) -> int:
     slot of both pools would fill. Random pairs (the benchmark's, 2,048 each) need at most 18, 23
     and 28 for k = 2, 3, 5 at their calibrated scales, 28, 29 and 38 at 0.3 times them (counting
     2 per grid crossing and 5 per extremum, an upper count); a pair that needs more is reported
-    (:func:`_coarse_pass`). Evaluating the 70 slots of k = 3, ~6 used,
-    made the evaluator 10–14 % slower (256 such pairs: 128–140 ms against 116–124 ms)."""
+    (:func:`_coarse_pass`). Evaluating the 70 slots of k = 3, ~6 used, made the evaluator
+    10–14 % slower (256 such pairs: 128–140 ms against 116–124 ms)."""
     return min(12 * k + 8, 26 * k - 8)
 
 
@@ -630,7 +630,8 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     ends and the extrema sorted together, and both orders' bound without the ``_REFINE_PIECES``
     unproven pieces that hold the most (2,), those pieces' own bounds (2, R), which of them are
     unproven (R,), their subdivision points (R·P,), and diagnostics (unproven pieces per order, pieces);
-    ``scale_slope``: then also both orders' gradient of δ (2, 2 + 6k) (:func:`_gradient`)."""
+    ``scale_slope``: then also both orders' gradient of δ (2, 2 + 6k) (:func:`_gradient`). With
+    them, whether the :func:`_extra_points` slots held every point the pair adds."""
     sg = jax.lax.stop_gradient
     y, f, eps_ = g["y"], g["f"], pair.eps
     b_lo, b_hi, fb_lo, fb_hi = newton
@@ -642,8 +643,10 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     f_own = jnp.concatenate([fb_lo, fb_hi, f_at])
     sgn_x = jnp.concatenate([sgn, sgn, sign_e])
     keep = jnp.concatenate([br["used"], br["used"], g["ext_ok"]]) & jnp.isfinite(extra) & jnp.isfinite(f_own)
-    # the kept points first, in _extra_points slots (a pair that needs more: _coarse_pass)
-    take, keep = first_true(keep, _extra_points(pair.weights.shape[-1]))
+    # the kept points first, in _extra_points slots (a pair that needs more is reported)
+    slots = _extra_points(pair.weights.shape[-1])
+    held = jnp.sum(keep) <= slots
+    take, keep = first_true(keep, slots)
     extra, f_own, sgn_x = extra[take], f_own[take], sgn_x[take]
     f_other = -f_own - 2.0 * eps_
     extra = jnp.where(keep, extra, y[0])
@@ -673,7 +676,8 @@ def _points_stage(pair: _Pair, g, at, f_at, br, newton, noise, scale_slope=False
     # picked piece's bound (4e-10) minus itself left nothing of the rest's 3e-26 (harness seed 47)
     kept = jnp.ones(bounds.shape[1] - 2, bool).at[picked].set(False)
     rest = bounds[:, 0] + bounds[:, -1] + jnp.sum(jnp.where(kept, bounds[:, 1:-1], 0.0), axis=1) + g["slack"]
-    return rest, coarse, need[picked] >= 0, fine, (jnp.sum(unproven, axis=1), pts.shape[0] - 1), *([_gradient(*gradient)] if gradient else [])
+    out = rest, coarse, need[picked] >= 0, fine, (jnp.sum(unproven, axis=1), pts.shape[0] - 1), *([_gradient(*gradient)] if gradient else [])
+    return out, held
 
 
 def _coarse_pass(pair: _Pair, noise, scale_slope=False):
@@ -684,7 +688,7 @@ def _coarse_pass(pair: _Pair, noise, scale_slope=False):
     Laplace noise the loops run on the used ones only (:func:`_on_used`, ``_POOLS``), with the
     arithmetic per slot of a loop on every slot. Returns :func:`_points_stage`'s values per pair
     and whether the pools held every crossing and extremum and the points stage every point
-    they give (2 per used bracket, 1 per extremum: :func:`_extra_points`)."""
+    they give (:func:`_extra_points`)."""
     g = jax.vmap(partial(_grid_stage, noise=noise, scale_slope=scale_slope))(pair)
     ex = g["ext"]
     root_pool, extremum_pool = _POOLS.get(noise, (None, None))
@@ -705,8 +709,7 @@ def _coarse_pass(pair: _Pair, noise, scale_slope=False):
 
     ends = (br["lo"], br["hi"], br["f_lo"], br["f_hi"])
     brackets = _on_used(newton, pair, br["used"], ends, (*ends, br["start"], br["sgn"]), root_pool)
-    coarse = jax.vmap(partial(_points_stage, noise=noise, scale_slope=scale_slope))(pair, g, at, f_at, br, brackets)
-    held = 2 * jnp.sum(br["used"], axis=1) + jnp.sum(g["ext_ok"], axis=1) <= _extra_points(pair.weights.shape[-1])
+    coarse, held = jax.vmap(partial(_points_stage, noise=noise, scale_slope=scale_slope))(pair, g, at, f_at, br, brackets)
     return coarse, g["resolved"] & held
 
 
